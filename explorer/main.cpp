@@ -1,0 +1,172 @@
+// explorer: runs scenarios on the model of TE's FP8 ownership / autocast / checkpoint state
+// and checks the invariants of spec §5.
+//
+//   explorer run FILE|NAME [--semantics upstream|pr3213] [--json]
+//   explorer catalogue [--semantics S]   every built-in scenario, both semantics by default
+//   explorer list                        the built-in catalogue
+//   explorer invariants                  the invariants, one line each
+//   explorer table                       the transition table, one row a line
+//
+// Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or bad input.
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "explorer/report.hpp"
+#include "explorer/scenario_run.hpp"
+#include "spec/catalogue.hpp"
+#include "spec/invariants.hpp"
+#include "spec/scenario_parser.hpp"
+#include "spec/semantics.hpp"
+#include "statemachine/machine.hpp"
+
+namespace {
+
+using namespace fp8sm;
+
+constexpr int kClean = 0;
+constexpr int kViolations = 1;
+constexpr int kUsageError = 2;
+
+struct UsageError {
+  std::string message;
+};
+
+spec::Semantics semantics_option(const std::string& text) {
+  if (auto s = spec::parse_semantics(text)) return *s;
+  throw UsageError{"--semantics: unknown semantics '" + text + "' (expected upstream or pr3213)"};
+}
+
+struct LoadedScenario {
+  std::string title;
+  spec::Program program;
+};
+
+// A path to a scenario file, or the name (or §7 row) of a catalogue entry.
+LoadedScenario load_scenario(const std::string& file_or_name) {
+  std::ifstream file(file_or_name);
+  if (file) {
+    std::stringstream text;
+    text << file.rdbuf();
+    return LoadedScenario{file_or_name, spec::parse_scenario(text.str(), file_or_name)};
+  }
+  if (const spec::CatalogueEntry* entry = spec::find_catalogue_entry(file_or_name)) {
+    return LoadedScenario{entry->name + " (row " + std::to_string(entry->row) + ": " + entry->title + ")",
+                          spec::parse_scenario(entry->text, "catalogue:" + entry->name)};
+  }
+  throw UsageError{"no scenario file or catalogue entry named '" + file_or_name +
+                   "' (see 'explorer list')"};
+}
+
+bool any_violation(const explorer::ScenarioReport& report) {
+  for (const spec::StepResult& s : report.steps) {
+    if (!s.violations.empty()) return true;
+  }
+  return false;
+}
+
+int run_command(const std::string& target, const std::string& semantics, bool json) {
+  const spec::Semantics s = semantics_option(semantics);
+  const LoadedScenario scenario = load_scenario(target);
+  const explorer::ScenarioReport report = explorer::run_scenario(scenario.program, s);
+  if (json) {
+    explorer::print_json(std::cout, report);
+  } else {
+    explorer::print_text(std::cout, scenario.title, scenario.program, report);
+  }
+  return any_violation(report) ? kViolations : kClean;
+}
+
+// One line per catalogue entry and semantics: counts of each step and violated invariants.
+int catalogue_command(const std::optional<std::string>& semantics) {
+  std::vector<spec::Semantics> chosen(spec::kAllSemantics.begin(), spec::kAllSemantics.end());
+  if (semantics) chosen = {semantics_option(*semantics)};
+  bool violations = false;
+  for (const spec::CatalogueEntry& entry : spec::catalogue()) {
+    const spec::Program program = spec::parse_scenario(entry.text, "catalogue:" + entry.name);
+    std::cout << entry.row << ". " << entry.name << " (" << entry.title << ")\n";
+    for (spec::Semantics s : chosen) {
+      const explorer::ScenarioReport report = explorer::run_scenario(program, s);
+      violations = violations || any_violation(report);
+      std::cout << "   " << spec::name(s) << ":";
+      for (const spec::StepResult& step : report.steps) {
+        std::cout << " " << step.forward_updates << "/" << step.backward_updates;
+        if (!step.raised.empty()) std::cout << " (raised " << step.raised.front().kind << ")";
+        std::cout << " [" << step.violations.to_string() << "]";
+      }
+      std::cout << "\n";
+    }
+  }
+  return violations ? kViolations : kClean;
+}
+
+int list_command() {
+  for (const spec::CatalogueEntry& entry : spec::catalogue()) {
+    std::cout << entry.row << "\t" << entry.name << "\t" << entry.title << "\n";
+  }
+  return kClean;
+}
+
+int invariants_command() {
+  for (spec::Invariant i : spec::kAllInvariants) std::cout << spec::id(i) << "\t" << spec::summary(i) << "\n";
+  return kClean;
+}
+
+int table_command() {
+  int index = 0;
+  for (const auto& row : statemachine::Machine::rows().rows()) {
+    std::cout << index++ << "\t" << row.to_string() << "\n";
+  }
+  return kClean;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"explorer: model checker for TE-style FP8 ownership, autocast and checkpoint state"};
+  app.require_subcommand(1);
+
+  std::string target;
+  std::string semantics = "upstream";
+  bool json = false;
+  CLI::App* run = app.add_subcommand("run", "run one scenario (a file, or a catalogue name or row)");
+  run->add_option("scenario", target, "scenario file, or catalogue entry")->required();
+  run->add_option("--semantics", semantics, "upstream or pr3213 (default upstream)");
+  run->add_flag("--json", json, "print one JSON object");
+
+  std::optional<std::string> catalogue_semantics;
+  CLI::App* catalogue = app.add_subcommand("catalogue", "run every catalogue entry and summarise");
+  catalogue->add_option("--semantics", catalogue_semantics, "only this semantics");
+
+  CLI::App* list = app.add_subcommand("list", "list the built-in catalogue");
+  CLI::App* invariants = app.add_subcommand("invariants", "list the invariants");
+  CLI::App* table = app.add_subcommand("table", "print the transition table");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "explorer: error: " << e.what() << " (see 'explorer --help')\n";
+    return kUsageError;
+  }
+
+  try {
+    if (*run) return run_command(target, semantics, json);
+    if (*catalogue) return catalogue_command(catalogue_semantics);
+    if (*list) return list_command();
+    if (*invariants) return invariants_command();
+    if (*table) return table_command();
+  } catch (const UsageError& e) {
+    std::cerr << "explorer: error: " << e.message << "\n";
+    return kUsageError;
+  } catch (const spec::ParseError& e) {
+    std::cerr << e.what() << "\n";
+    return kUsageError;
+  }
+  return kUsageError;
+}

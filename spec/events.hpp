@@ -1,0 +1,66 @@
+// The events of the state machine: the fine-grained steps of spec §3 that the interpreter, the
+// explorer, the property tests and the runtime all fire. Composite operations (a checkpoint's
+// forward, a recompute, a backward pass) are sequences of these, fired by the interpreter.
+#pragma once
+
+#include <cstdint>
+#include <variant>
+
+namespace fp8sm::spec {
+
+using ModuleId = std::uint16_t;
+using CaptureId = std::uint32_t;  // one per checkpoint instance (spec §2.4: the capture record C)
+
+// §3.1 AC_ENTER: a user autocast, or one opened by a recompute (recompute_internal).
+struct AutocastEnter {
+  bool enabled = true;
+  bool recompute_internal = false;
+};
+// §3.1 AC_EXIT of the innermost autocast, normal or during unwinding (TE does not distinguish).
+struct AutocastExit {};
+
+// torch grad mode: no_grad / enable_grad, autograd Function.forward, the backward engine.
+struct GradPush {
+  bool enabled = true;
+};
+struct GradPop {};
+
+// §3.4 ARF_ENTER(fwd): a checkpoint's original forward begins. `reserve` is set by the
+// reentrant checkpoint (nobody can claim under its no-grad forward).
+struct CheckpointForwardEnter {
+  CaptureId capture = 0;
+  bool reserve = false;
+};
+// §3.4 ARF_EXIT(fwd); `exceptional` when an exception unwinds through it.
+struct CheckpointForwardExit {
+  bool exceptional = false;
+};
+// §3.4 ARF_ENTER(rc) / ARF_EXIT(rc): a recompute of the checkpoint that captured `capture`.
+struct RecomputeEnter {
+  CaptureId capture = 0;
+};
+struct RecomputeExit {};
+
+// §3.2 module forward, in its three table-visible parts: prepare_forward (branch, register,
+// stash or pop), the ownership claim, and end_forward (restore).
+struct ModulePrepare {
+  ModuleId module = 0;
+};
+struct ModuleClaim {
+  ModuleId module = 0;
+};
+struct ModuleEndForward {
+  ModuleId module = 0;
+};
+// §3.3 module backward; `owner` is the flag saved on the autograd node at its claim.
+struct ModuleBackward {
+  ModuleId module = 0;
+  bool owner = false;
+};
+
+// Any one event, for observers that watch them all.
+using AnyEvent = std::variant<AutocastEnter, AutocastExit, GradPush, GradPop, CheckpointForwardEnter,
+                              CheckpointForwardExit, RecomputeEnter, RecomputeExit, ModulePrepare,
+                              ModuleClaim, ModuleEndForward, ModuleBackward>;
+
+}  // namespace fp8sm::spec

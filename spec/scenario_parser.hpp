@@ -1,0 +1,37 @@
+// Parsing and printing the scenario language (see docs/scenarios.md).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "spec/scenario.hpp"
+
+namespace fp8sm::spec {
+
+// A syntax or static-rule error. what() is one line: "FILE:LINE:COL: error: MESSAGE".
+class ParseError : public std::runtime_error {
+ public:
+  ParseError(std::string file, SourcePos pos, std::string message);
+  const std::string& file() const { return file_; }
+  SourcePos pos() const { return pos_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string file_;
+  SourcePos pos_;
+  std::string message_;
+};
+
+// Parses a whole scenario. `file` only labels error messages.
+Program parse_scenario(std::string_view text, const std::string& file = "<input>");
+
+// Prints a program in the canonical multi-line form: one statement a line, blocks indented by
+// two spaces, closing braces on their own line. parse_scenario(print_scenario(p)) == p
+// (positions aside).
+std::string print_scenario(const Program& program);
+
+// The same on one line, statements separated by "; ".
+std::string print_scenario_one_line(const Program& program);
+
+}  // namespace fp8sm::spec

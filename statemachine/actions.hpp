@@ -1,0 +1,144 @@
+// The actions of the transition table: each changes the data its region owns and reports
+// through Hooks. None decides anything: the decisions are the rows and guards of the table.
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "statemachine/hooks.hpp"
+#include "statemachine/machine_data.hpp"
+#include "statemachine/states.hpp"
+
+namespace fp8sm::statemachine::actions {
+
+// The ownership bit before the event, read from the source state of an ownership row.
+template <class Source>
+constexpr bool bit_of() {
+  static_assert(std::is_same_v<Source, states::OwnershipAvailable> ||
+                    std::is_same_v<Source, states::OwnershipConsumed>,
+                "bit_of is for rows of the ownership region");
+  return std::is_same_v<Source, states::OwnershipAvailable>;
+}
+
+template <class Source>
+constexpr CheckpointPhase phase_of() {
+  if constexpr (std::is_same_v<Source, states::InOriginalForward>) return CheckpointPhase::OriginalForward;
+  if constexpr (std::is_same_v<Source, states::InRecompute>) return CheckpointPhase::Recompute;
+  return CheckpointPhase::Outside;
+}
+
+template <class Source>
+constexpr AutocastMode mode_of() {
+  if constexpr (std::is_same_v<Source, states::Fp8Autocast>) return AutocastMode::Fp8;
+  if constexpr (std::is_same_v<Source, states::NonFp8Autocast>) return AutocastMode::NonFp8;
+  return AutocastMode::None;
+}
+
+// One action: a functor named NAME running its body (the rest of the arguments), which may use `event`, `fsm`, `data`
+// (fsm.data), `hooks` (fsm.hooks()) and the type `Source`.
+#define FP8SM_ACTION(NAME, ...)                                                   \
+  struct NAME {                                                                   \
+    template <class Event, class Fsm, class Source, class Target>                 \
+    void operator()(const Event& event, Fsm& fsm, Source&, Target&) const {       \
+      (void)event;                                                                \
+      MachineData& data = fsm.data;                                               \
+      Hooks& hooks = fsm.hooks();                                                 \
+      (void)data;                                                                 \
+      (void)hooks;                                                                \
+      __VA_ARGS__;                                                                \
+    }                                                                             \
+  };
+
+// A failure TE raises from inside the operation: recorded, turned into an exception by the
+// back-end wrapper after the event (so no C++ exception crosses Boost.MSM).
+#define FP8SM_RAISE(NAME, KIND, MESSAGE) \
+  FP8SM_ACTION(NAME, data.error = spec::RaisedException{KIND, MESSAGE})
+
+// --- ownership region -------------------------------------------------------------------
+FP8SM_ACTION(RememberBitAtAutocastEntry, data.bit_at_autocast_entry.push_back(bit_of<Source>()))
+FP8SM_ACTION(ForgetBitAtAutocastEntry, data.bit_at_autocast_entry.pop_back())
+FP8SM_ACTION(PushBitOntoFifo, {
+  data.fifo.push_back(FifoEntry{bit_of<Source>(), event.capture});
+  hooks.ownership_captured(event.capture);
+})
+FP8SM_ACTION(InstallFifoFront, {
+  const CaptureId from = data.fifo.front().capture;
+  data.fifo.pop_front();
+  hooks.ownership_installed(from);
+})
+FP8SM_ACTION(CaptureBitInFrame, {
+  data.capture(event.capture);  // make room for the record
+  data.captures[event.capture] = CaptureRecord{
+      bit_of<Source>() ? CaptureRecord::Bit::True : CaptureRecord::Bit::False, false};
+  data.ownership_frames.push_back(OwnershipFrame{bit_of<Source>(), event.capture});
+  hooks.ownership_captured(event.capture);
+})
+FP8SM_ACTION(CompleteCapture, {
+  data.captures[data.ownership_frames.back().capture].completed = true;
+  data.ownership_frames.pop_back();
+})
+FP8SM_ACTION(InvalidateCapture, {
+  data.captures[data.ownership_frames.back().capture] = CaptureRecord{};
+  data.ownership_frames.pop_back();
+})
+FP8SM_ACTION(InstallCapturedBit, {
+  data.ownership_frames.push_back(OwnershipFrame{bit_of<Source>(), event.capture});
+  hooks.ownership_installed(event.capture);
+})
+FP8SM_ACTION(LeaveRecomputeFrame, data.ownership_frames.pop_back())
+FP8SM_ACTION(ClaimOwnership, hooks.claimed(event.module, true))
+FP8SM_ACTION(DeclineOwnership, hooks.claimed(event.module, false))
+FP8SM_ACTION(BackwardUpdate, hooks.backward_update())
+FP8SM_RAISE(RaiseEmptyFifo, "IndexError", "pop from empty list")
+FP8SM_RAISE(RaiseNotCaptured, "RuntimeError",
+            "FP8 recompute state was not captured during a completed original forward")
+
+// --- checkpoint region --------------------------------------------------------------------
+FP8SM_ACTION(PushCheckpointFrame, data.checkpoint_frames.push_back(phase_of<Source>()))
+FP8SM_ACTION(PopCheckpointFrame, data.checkpoint_frames.pop_back())
+FP8SM_ACTION(MarkModuleFp8, data.module(event.module).fp8 = true)
+FP8SM_ACTION(MarkModuleNotFp8, data.module(event.module).fp8 = false)
+// REGISTER is idempotent in TE (the module's buffer key is checked first).
+FP8SM_ACTION(RegisterIfNew, {
+  ModuleFlags& m = data.module(event.module);
+  if (!m.registered) {
+    m.registered = true;
+    hooks.registered(event.module);
+  }
+})
+FP8SM_ACTION(StashLiveMeta, {
+  ModuleFlags& m = data.module(event.module);
+  m.has_stash_pos = true;
+  ++m.stash_depth;
+  hooks.stash(event.module);
+})
+FP8SM_ACTION(SaveLiveMetaForRestore, {
+  data.module(event.module).has_saved_for_restore = true;
+  hooks.save_for_restore(event.module);
+})
+FP8SM_ACTION(PopStash, {
+  --data.module(event.module).stash_depth;
+  hooks.pop_stash(event.module);
+})
+FP8SM_ACTION(RestoreLiveMeta, hooks.restore(event.module))
+FP8SM_RAISE(RaiseMissingStashKey, "KeyError", "'global_fp8_buffer_pos_fwd_recompute'")
+FP8SM_RAISE(RaiseEmptyStash, "IndexError", "pop from an empty deque")
+FP8SM_RAISE(RaiseMissingSavedMeta, "KeyError", "'updated_amax_history_fwd'")
+
+// --- autocast region ----------------------------------------------------------------------
+FP8SM_ACTION(PushAutocast,
+             data.autocasts.push_back(AutocastFrame{mode_of<Source>(), event.recompute_internal}))
+FP8SM_ACTION(PopAutocast, data.autocasts.pop_back())
+FP8SM_ACTION(PopAutocastAndUpdateForward, {
+  data.autocasts.pop_back();
+  hooks.forward_update();
+})
+
+// --- grad region --------------------------------------------------------------------------
+FP8SM_ACTION(PushGrad, data.grad_before.push_back(std::is_same_v<Source, states::GradEnabled>))
+FP8SM_ACTION(PopGrad, data.grad_before.pop_back())
+
+#undef FP8SM_RAISE
+#undef FP8SM_ACTION
+
+}  // namespace fp8sm::statemachine::actions

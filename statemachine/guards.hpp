@@ -1,0 +1,90 @@
+// The guards of the transition table: small named predicates over the event, the machine's
+// data and the states of the other regions. Each is one line of domain logic.
+//
+// Reading another region: regions are processed in order (ownership, checkpoint, autocast,
+// grad), so a guard of an earlier region sees a later region as it was before the event. The
+// table only reads regions that the event does not change, or later ones (documented per row).
+#pragma once
+
+#include <boost/msm/back/metafunctions.hpp>
+
+#include "statemachine/machine_data.hpp"
+#include "statemachine/states.hpp"
+
+namespace fp8sm::statemachine {
+
+enum Region : int { kOwnershipRegion = 0, kCheckpointRegion = 1, kAutocastRegion = 2, kGradRegion = 3 };
+
+template <class State, Region region, class Fsm>
+bool region_is(const Fsm& fsm) {
+  return fsm.current_state()[region] ==
+         boost::msm::back::get_state_id<typename Fsm::stt, State>::value;
+}
+
+}  // namespace fp8sm::statemachine
+
+namespace fp8sm::statemachine::guards {
+
+using spec::Semantics;
+
+// One guard: a functor named NAME returning EXPR, where EXPR may use `event` and `fsm`
+// (the back-end; its data is fsm.data).
+#define FP8SM_GUARD(NAME, EXPR)                                                  \
+  struct NAME {                                                                  \
+    template <class Event, class Fsm, class Source, class Target>                \
+    bool operator()(const Event& event, Fsm& fsm, Source&, Target&) const {      \
+      (void)event;                                                               \
+      (void)fsm;                                                                 \
+      return (EXPR);                                                             \
+    }                                                                            \
+  };
+
+// Which semantics the machine runs.
+FP8SM_GUARD(Upstream, fsm.data.semantics == Semantics::Upstream)
+FP8SM_GUARD(Pr3213, fsm.data.semantics == Semantics::Pr3213)
+
+// Other regions (none of them is changed by the events whose rows read them, or comes later).
+FP8SM_GUARD(InFp8Autocast, (region_is<states::Fp8Autocast, kAutocastRegion>(fsm)))
+FP8SM_GUARD(GradIsOn, (region_is<states::GradEnabled, kGradRegion>(fsm)))
+FP8SM_GUARD(RecomputePhase, (region_is<states::InRecompute, kCheckpointRegion>(fsm)))
+
+// Autocast.
+FP8SM_GUARD(AtDepthZero, fsm.data.autocasts.empty())  // read before the autocast region pushes
+FP8SM_GUARD(OpenedByRecompute, event.recompute_internal)
+FP8SM_GUARD(EnablesFp8, event.enabled)
+FP8SM_GUARD(BitAtAutocastEntry, fsm.data.bit_at_autocast_entry.back())
+FP8SM_GUARD(LeavesOutermost, fsm.data.autocasts.size() == 1u)
+FP8SM_GUARD(ExitingRecomputeAutocast, fsm.data.autocasts.back().recompute_internal)
+FP8SM_GUARD(RestoresNoAutocast, fsm.data.autocasts.back().mode_before == AutocastMode::None)
+FP8SM_GUARD(RestoresFp8, fsm.data.autocasts.back().mode_before == AutocastMode::Fp8)
+FP8SM_GUARD(RestoresNonFp8, fsm.data.autocasts.back().mode_before == AutocastMode::NonFp8)
+
+// Grad mode.
+FP8SM_GUARD(EnablesGrad, event.enabled)
+FP8SM_GUARD(GradBeforeWasOn, fsm.data.grad_before.back())
+
+// Checkpoint frames.
+FP8SM_GUARD(Reserves, event.reserve)
+FP8SM_GUARD(Exceptional, event.exceptional)
+FP8SM_GUARD(BitBeforeFrame, fsm.data.ownership_frames.back().bit_before)
+FP8SM_GUARD(FramePrevOutside, fsm.data.checkpoint_frames.back() == CheckpointPhase::Outside)
+FP8SM_GUARD(FramePrevOriginal, fsm.data.checkpoint_frames.back() == CheckpointPhase::OriginalForward)
+FP8SM_GUARD(FramePrevRecompute, fsm.data.checkpoint_frames.back() == CheckpointPhase::Recompute)
+
+// Captured bits at recompute entry.
+FP8SM_GUARD(FifoEmpty, fsm.data.fifo.empty())
+FP8SM_GUARD(FifoFrontBit, fsm.data.fifo.front().bit)
+FP8SM_GUARD(CaptureComplete, fsm.data.capture(event.capture).bit != CaptureRecord::Bit::Unset &&
+                                 fsm.data.capture(event.capture).completed)
+FP8SM_GUARD(CapturedBit, fsm.data.capture(event.capture).bit == CaptureRecord::Bit::True)
+
+// Modules.
+FP8SM_GUARD(ModuleIsFp8, fsm.data.module(event.module).fp8)
+FP8SM_GUARD(ModuleHasStashPos, fsm.data.module(event.module).has_stash_pos)
+FP8SM_GUARD(ModuleStashEmpty, fsm.data.module(event.module).stash_depth == 0)
+FP8SM_GUARD(ModuleHasSavedMeta, fsm.data.module(event.module).has_saved_for_restore)
+FP8SM_GUARD(NodeIsOwner, event.owner)
+
+#undef FP8SM_GUARD
+
+}  // namespace fp8sm::statemachine::guards

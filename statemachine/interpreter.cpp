@@ -1,0 +1,489 @@
+#include "statemachine/interpreter.hpp"
+
+#include <utility>
+
+namespace fp8sm::statemachine {
+
+using spec::Op;
+using spec::RaisedException;
+using spec::Statement;
+
+namespace {
+
+ModelException user_exception(const char* statement) {
+  return ModelException{RaisedException{"UserError", std::string("raised by '") + statement + "'"}};
+}
+
+// What torch raises for a backward it cannot run.
+ModelException nothing_to_backpropagate() {
+  return ModelException{RaisedException{
+      "RuntimeError", "element 0 of tensors does not require grad and does not have a grad_fn"}};
+}
+ModelException graph_already_freed() {
+  return ModelException{RaisedException{
+      "RuntimeError",
+      "Trying to backward through the graph a second time (or directly access saved tensors "
+      "after they have already been freed)"}};
+}
+
+}  // namespace
+
+Interpreter::Interpreter(spec::Semantics semantics, Observer* observer)
+    : observer_(observer != nullptr ? observer : &silent_), machine_(semantics, this) {
+  step_graph_.generation = next_generation_++;
+  observer_->attach(machine_);
+}
+
+void Interpreter::run(const spec::Program& program) {
+  for (const Statement& s : program.statements) feed(s);
+  end_of_file();
+}
+
+// ---- feeding statements -----------------------------------------------------------------
+
+void Interpreter::feed(const Statement& s) {
+  if (s.op == Op::Step) {
+    end_step();
+    return;
+  }
+  if (!step_started_) {
+    step_started_ = true;
+    observer_->step_begin(step_);
+  }
+  // A checkpoint's body is its statements as written, the skipped ones too: a recompute may
+  // take a path the original forward did not (raise original / raise recompute).
+  if (s.op != Op::Close || skip_.active) record_into_open_checkpoints(s);
+  if (skip_.active) {
+    skip(s);
+    return;
+  }
+  try {
+    execute(s);
+  } catch (const ModelException& e) {
+    unwind(e);  // rethrows when a replay's body raised and nothing in it caught
+  }
+  if (replay_depth_ == 0 && scopes_.empty()) observer_->top_level_statement_done();
+}
+
+void Interpreter::end_of_file() {
+  if (step_started_) end_step();
+}
+
+void Interpreter::record_into_open_checkpoints(const Statement& s) {
+  for (std::size_t i = base_; i < scopes_.size(); ++i) {
+    if (spec::is_checkpoint(scopes_[i].op)) scopes_[i].body.push_back(s);
+  }
+}
+
+void Interpreter::skip(const Statement& s) {
+  if (spec::opens_block(s.op)) {
+    ++skip_.depth;
+  } else if (s.op == Op::Close) {
+    if (skip_.depth > 0) {
+      --skip_.depth;
+    } else if (!skip_.until_step) {
+      // The close of the `try` that caught the exception.
+      scopes_.pop_back();
+      skip_ = Skip{};
+      if (replay_depth_ == 0 && scopes_.empty()) observer_->top_level_statement_done();
+    }
+  }
+}
+
+void Interpreter::execute(const Statement& s) {
+  switch (s.op) {
+    case Op::AutocastOn:
+    case Op::AutocastOff:
+    case Op::CheckpointReentrant:
+    case Op::CheckpointNonReentrant:
+    case Op::NoGrad:
+    case Op::Try:
+      open_scope(s);
+      return;
+    case Op::Close:
+      close_scope();
+      return;
+    case Op::Linear:
+      run_module(s.name);
+      return;
+    case Op::RaiseAlways:
+      throw user_exception("raise always");
+    case Op::RaiseOriginal:
+      if (replay_depth_ == 0) throw user_exception("raise original");
+      return;
+    case Op::RaiseRecompute:
+      if (replay_depth_ > 0) throw user_exception("raise recompute");
+      return;
+    case Op::RecomputeUncaptured:
+      run_recompute_uncaptured();
+      return;
+    case Op::Save:
+      run_save(s.name);
+      return;
+    case Op::Backward:
+      run_backward(s);
+      return;
+    case Op::Step:
+      return;  // handled by feed
+  }
+}
+
+// ---- blocks -------------------------------------------------------------------------------
+
+void Interpreter::open_scope(const Statement& s) {
+  Scope scope;
+  scope.op = s.op;
+  switch (s.op) {
+    case Op::AutocastOn:
+    case Op::AutocastOff:
+      fire(spec::AutocastEnter{s.op == Op::AutocastOn, false});
+      break;
+    case Op::NoGrad:
+      fire(spec::GradPush{false});
+      break;
+    case Op::Try:
+      scope.graph_generation = current_graph_->generation;
+      scope.graph_mark = current_graph_->nodes.size();
+      break;
+    case Op::CheckpointReentrant:
+      // §3.5 CKR_FWD: the autograd Function's forward runs with grad off.
+      scope.grad_at_call = machine_.grad_enabled();
+      scope.capture = next_capture_++;
+      fire(spec::GradPush{false});
+      fire(spec::CheckpointForwardEnter{scope.capture, true});
+      observer_->checkpoint_forward_begin(scope.capture);
+      break;
+    case Op::CheckpointNonReentrant: {
+      // §3.5 NR_FWD: fp8 is read before the body; the body keeps the caller's grad mode.
+      scope.capture = next_capture_++;
+      scope.frame = static_cast<int>(frames_.size());
+      NonReentrantFrame frame;
+      frame.capture = scope.capture;
+      frame.fp8 = machine_.fp8_enabled();
+      frame.parent = innermost_frame();
+      frames_.push_back(frame);
+      fire(spec::CheckpointForwardEnter{scope.capture, false});
+      observer_->checkpoint_forward_begin(scope.capture);
+      break;
+    }
+    default:
+      return;
+  }
+  scopes_.push_back(std::move(scope));
+}
+
+void Interpreter::close_scope() {
+  Scope scope = std::move(scopes_.back());
+  scopes_.pop_back();
+  Statement close;
+  close.op = Op::Close;
+  record_into_open_checkpoints(close);
+  exit_scope(scope, false);
+}
+
+// Leaving a block, normally or while an exception unwinds through it (Python `with` rules:
+// every exit runs and sees the exception; none swallows it).
+void Interpreter::exit_scope(Scope& scope, bool exceptional) {
+  switch (scope.op) {
+    case Op::AutocastOn:
+    case Op::AutocastOff:
+      fire_autocast_exit(true);
+      break;
+    case Op::NoGrad:
+      fire(spec::GradPop{});
+      break;
+    case Op::CheckpointReentrant: {
+      fire(spec::CheckpointForwardExit{exceptional});
+      fire(spec::GradPop{});
+      observer_->checkpoint_forward_end(scope.capture, exceptional);
+      if (exceptional || !scope.grad_at_call) break;  // no node: nested in a no-grad forward
+      ReentrantRecord record;
+      record.body = std::make_shared<const std::vector<Statement>>(std::move(scope.body));
+      record.capture = scope.capture;
+      record.fp8 = machine_.fp8_enabled();  // ctx_fp8 is read after the body (§2.4)
+      reentrant_.push_back(std::move(record));
+      Node node;
+      node.kind = Node::Kind::Checkpoint;
+      node.reentrant = static_cast<int>(reentrant_.size()) - 1;
+      record_node(node);
+      break;
+    }
+    case Op::CheckpointNonReentrant:
+      fire(spec::CheckpointForwardExit{exceptional});
+      observer_->checkpoint_forward_end(scope.capture, exceptional);
+      frames_[static_cast<std::size_t>(scope.frame)].body =
+          std::make_shared<const std::vector<Statement>>(std::move(scope.body));
+      break;
+    default:
+      break;
+  }
+}
+
+// An exception raised by a statement: every block of the current context exits, innermost
+// first, until a `try` catches it. Uncaught at top level it ends the step; uncaught in a
+// replayed body it propagates out of the recompute.
+void Interpreter::unwind(const ModelException& e) {
+  while (scopes_.size() > base_) {
+    Scope& scope = scopes_.back();
+    if (scope.op == Op::Try) {
+      // What the try body recorded is never backpropagated.
+      Graph& graph = *current_graph_;
+      const std::size_t keep =
+          graph.generation == scope.graph_generation ? scope.graph_mark : 0;  // 0: `save` inside
+      for (std::size_t i = keep; i < graph.nodes.size(); ++i) observer_->node_discarded(graph.nodes[i].id);
+      graph.nodes.resize(std::min(keep, graph.nodes.size()));
+      skip_ = Skip{true, false, 0};
+      return;
+    }
+    Scope popped = std::move(scope);
+    scopes_.pop_back();
+    exit_scope(popped, true);
+  }
+  if (replay_depth_ > 0) throw e;
+  current_.raised.push_back(e.raised);
+  observer_->exception_escaped(e.raised);
+  skip_ = Skip{true, true, 0};
+}
+
+void Interpreter::end_step() {
+  if (!step_started_) observer_->step_begin(step_);
+  observer_->step_end(step_);
+  steps_.push_back(std::move(current_));
+  current_ = spec::StepResult{};
+  skip_ = Skip{};
+  scopes_.clear();  // already empty: `step` stands outside every block
+  step_graph_ = Graph{};
+  step_graph_.generation = next_generation_++;
+  current_graph_ = &step_graph_;
+  ++step_;
+  step_started_ = false;
+}
+
+// ---- simple statements ----------------------------------------------------------------------
+
+// §3.2: prepare_forward (branch, register, stash or pop), the casts, the claim while an
+// autograd node is recorded, end_forward (restore). A failing prepare skips end_forward.
+void Interpreter::run_module(spec::ModuleId m) {
+  fire(spec::ModulePrepare{m});
+  observer_->module_computed(m, replay_depth_ > 0);
+  const bool records_node = machine_.grad_enabled();
+  last_claim_owner_.reset();
+  fire(spec::ModuleClaim{m});
+  if (records_node) {
+    Node node;
+    node.kind = Node::Kind::Module;
+    node.module = m;
+    node.fp8 = machine_.module(m).fp8;
+    node.owner = last_claim_owner_.value_or(false);
+    record_node(node);
+  }
+  fire(spec::ModuleEndForward{m});
+}
+
+// §3.7: a recompute context for which no forward was captured, with an empty body.
+void Interpreter::run_recompute_uncaptured() {
+  const CaptureId never_captured = next_capture_++;
+  fire(spec::RecomputeEnter{never_captured});
+  observer_->recompute_begin(never_captured);
+  fire(spec::RecomputeExit{});
+  observer_->recompute_end(never_captured);
+}
+
+void Interpreter::run_save(std::uint16_t tape) {
+  if (tape >= tapes_.size()) tapes_.resize(tape + 1u);
+  tapes_[tape] = std::move(step_graph_);
+  step_graph_ = Graph{};
+  step_graph_.generation = next_generation_++;
+  current_graph_ = &step_graph_;
+}
+
+void Interpreter::run_backward(const Statement& s) {
+  Graph* graph = &step_graph_;
+  if (s.name != spec::kCurrentGraph) {
+    if (s.name >= tapes_.size()) tapes_.resize(s.name + 1u);
+    graph = &tapes_[s.name];
+  }
+  if (graph->freed) throw graph_already_freed();
+  if (graph->nodes.empty()) throw nothing_to_backpropagate();
+  // The nodes are copied: a recompute may record into other graphs while we walk this one.
+  const std::vector<Node> nodes = graph->nodes;
+  if (!s.retain) {
+    graph->freed = true;  // torch frees the buffers as it goes, even if backward fails
+    if (graph == &step_graph_) {
+      step_graph_ = Graph{};
+      step_graph_.generation = next_generation_++;
+    }
+  }
+  observer_->backward_pass_begin();
+  fire(spec::GradPush{false});  // the engine runs backward functions with grad off
+  try {
+    backpropagate(nodes);
+  } catch (const ModelException&) {
+    fire(spec::GradPop{});
+    observer_->backward_pass_end(false);
+    throw;
+  }
+  fire(spec::GradPop{});
+  observer_->backward_pass_end(true);
+}
+
+// ---- backward engine ----------------------------------------------------------------------
+
+void Interpreter::backpropagate(const std::vector<Node>& nodes) {
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const Node& node = *it;
+    if (node.frame >= 0) recompute_frame(node.frame);  // first unpack of the frame's tensors
+    if (node.kind == Node::Kind::Module) {
+      observer_->module_backward(node.module, node.fp8);
+      fire(spec::ModuleBackward{node.module, node.owner});
+    } else {
+      Graph sub_tape;
+      sub_tape.generation = next_generation_++;
+      // A copy: replaying the body may add records and move this one.
+      const ReentrantRecord record = reentrant_[static_cast<std::size_t>(node.reentrant)];
+      recompute_reentrant(record, sub_tape);
+      backpropagate(sub_tape.nodes);
+    }
+  }
+}
+
+// §3.5 CKR_BWD: GRAD(on); ARF_ENTER(rc); AC_ENTER(ctx_fp8, rc); body; AC_EXIT; ARF_EXIT; pop.
+void Interpreter::recompute_reentrant(const ReentrantRecord& record, Graph& sub_tape) {
+  fire(spec::GradPush{true});
+  try {
+    fire(spec::RecomputeEnter{record.capture});
+  } catch (const ModelException&) {
+    fire(spec::GradPop{});
+    throw;
+  }
+  observer_->recompute_begin(record.capture);
+  fire(spec::AutocastEnter{record.fp8, true});
+  try {
+    replay(record.body, sub_tape);
+  } catch (const ModelException&) {
+    fire_autocast_exit(false);
+    fire(spec::RecomputeExit{});
+    observer_->recompute_end(record.capture);
+    fire(spec::GradPop{});
+    throw;
+  }
+  fire_autocast_exit(false);
+  fire(spec::RecomputeExit{});
+  observer_->recompute_end(record.capture);
+  fire(spec::GradPop{});
+}
+
+// §3.5 NR_RECOMPUTE, at most once per frame; an enclosing frame recomputes first. Its graph
+// is never backpropagated.
+void Interpreter::recompute_frame(int index) {
+  NonReentrantFrame& frame = frames_[static_cast<std::size_t>(index)];
+  if (frame.recomputed) return;
+  if (frame.parent >= 0) recompute_frame(frame.parent);
+  frame.recomputed = true;
+  const Body body = frame.body;
+  const CaptureId capture = frame.capture;
+  const bool fp8 = frame.fp8;
+  Graph discarded;
+  discarded.generation = next_generation_++;
+  discarded.live = false;
+  fire(spec::GradPush{true});
+  try {
+    fire(spec::RecomputeEnter{capture});
+  } catch (const ModelException&) {
+    fire(spec::GradPop{});
+    throw;
+  }
+  observer_->recompute_begin(capture);
+  fire(spec::AutocastEnter{fp8, true});
+  try {
+    replay(body, discarded);
+  } catch (const ModelException&) {
+    fire_autocast_exit(false);
+    fire(spec::RecomputeExit{});
+    observer_->recompute_end(capture);
+    fire(spec::GradPop{});
+    throw;
+  }
+  fire_autocast_exit(false);
+  fire(spec::RecomputeExit{});
+  observer_->recompute_end(capture);
+  fire(spec::GradPop{});
+}
+
+// Runs a checkpoint's body again, recording into `graph`, as its own context: an exception
+// no `try` of the body catches leaves the replay.
+void Interpreter::replay(const Body& body, Graph& graph) {
+  Graph* const outer_graph = current_graph_;
+  const std::size_t outer_base = base_;
+  current_graph_ = &graph;
+  base_ = scopes_.size();
+  ++replay_depth_;
+  auto restore = [&] {
+    --replay_depth_;
+    base_ = outer_base;
+    current_graph_ = outer_graph;
+  };
+  try {
+    if (body) {
+      for (const Statement& s : *body) feed(s);
+    }
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+}
+
+void Interpreter::record_node(Node node) {
+  node.id = next_node_++;
+  node.frame = innermost_frame();
+  observer_->node_recorded(node.id, node.module, node.kind == Node::Kind::Module && node.owner,
+                           current_graph_->live);
+  current_graph_->nodes.push_back(node);
+}
+
+int Interpreter::innermost_frame() const {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    if (it->op == Op::CheckpointNonReentrant) return it->frame;
+  }
+  return -1;
+}
+
+// ---- events -----------------------------------------------------------------------------------
+
+template <class Event>
+void Interpreter::fire(const Event& event) {
+  std::optional<RaisedException> raised = machine_.fire(event);
+  observer_->event_fired(spec::AnyEvent{event}, raised);
+  if (raised) throw ModelException{std::move(*raised)};
+}
+
+void Interpreter::fire_autocast_exit(bool user) {
+  observer_->autocast_exit_begin(user);
+  fire(spec::AutocastExit{});
+  observer_->autocast_exit_end();
+}
+
+// ---- hooks ------------------------------------------------------------------------------------
+
+void Interpreter::forward_update() {
+  ++current_.forward_updates;
+  observer_->forward_update();
+}
+void Interpreter::backward_update() {
+  ++current_.backward_updates;
+  observer_->backward_update();
+}
+void Interpreter::registered(ModuleId m) { observer_->registered(m); }
+void Interpreter::stash(ModuleId m) { observer_->stash(m); }
+void Interpreter::save_for_restore(ModuleId m) { observer_->save_for_restore(m); }
+void Interpreter::pop_stash(ModuleId m) { observer_->pop_stash(m); }
+void Interpreter::restore(ModuleId m) { observer_->restore(m); }
+void Interpreter::claimed(ModuleId m, bool owner) {
+  last_claim_owner_ = owner;
+  observer_->claimed(m, owner);
+}
+void Interpreter::ownership_captured(CaptureId c) { observer_->ownership_captured(c); }
+void Interpreter::ownership_installed(CaptureId c) { observer_->ownership_installed(c); }
+
+}  // namespace fp8sm::statemachine

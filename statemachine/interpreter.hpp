@@ -1,0 +1,126 @@
+// Runs a scenario on the model: turns each statement into table events (spec §3.5's composite
+// operations included), keeps the autograd tape, runs backward passes with their recomputes,
+// and models exceptions, `try` and steps. Shared by every semantics.
+//
+// Statements are fed one at a time, exactly as a program grows; a checkpoint keeps the
+// statements of its body so that its recompute can replay them.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "spec/scenario.hpp"
+#include "spec/semantics.hpp"
+#include "spec/step_result.hpp"
+#include "statemachine/machine.hpp"
+#include "statemachine/observer.hpp"
+#include "statemachine/tape.hpp"
+
+namespace fp8sm::statemachine {
+
+// An exception of the modelled program, in flight.
+struct ModelException {
+  spec::RaisedException raised;
+};
+
+class Interpreter : private Hooks {
+ public:
+  // `observer` (may be nullptr) must outlive the interpreter.
+  Interpreter(spec::Semantics semantics, Observer* observer);
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  // Runs a whole program: every statement, then the end of file.
+  void run(const spec::Program& program);
+
+  void feed(const spec::Statement& statement);
+  void end_of_file();
+
+  // One result per step so far (counts and escaped exceptions; violations are the checker's).
+  const std::vector<spec::StepResult>& steps() const { return steps_; }
+  const Machine& machine() const { return machine_; }
+  Machine& machine() { return machine_; }
+
+ private:
+  struct Scope {
+    spec::Op op = spec::Op::Try;
+    // checkpoints
+    CaptureId capture = 0;
+    bool grad_at_call = false;          // reentrant: a node is recorded only if grad was on
+    std::vector<spec::Statement> body;  // recorded while open
+    int frame = -1;                     // non-reentrant: its frame
+    // try
+    std::uint32_t graph_generation = 0;
+    std::size_t graph_mark = 0;
+  };
+  struct Skip {
+    bool active = false;
+    bool until_step = false;  // an uncaught exception: skip the rest of the step
+    int depth = 0;            // blocks opened while skipping
+  };
+
+  // Statements.
+  void execute(const spec::Statement& s);
+  void open_scope(const spec::Statement& s);
+  void close_scope();
+  void exit_scope(Scope& scope, bool exceptional);
+  void run_module(spec::ModuleId m);
+  void run_recompute_uncaptured();
+  void run_save(std::uint16_t tape);
+  void run_backward(const spec::Statement& s);
+  void skip(const spec::Statement& s);
+  void record_into_open_checkpoints(const spec::Statement& s);
+  void unwind(const ModelException& e);
+  void end_step();
+
+  // Backward engine.
+  void backpropagate(const std::vector<Node>& nodes);
+  void recompute_reentrant(const ReentrantRecord& record, Graph& sub_tape);
+  void recompute_frame(int frame);
+  void replay(const Body& body, Graph& graph);
+  void record_node(Node node);
+  int innermost_frame() const;
+
+  template <class Event>
+  void fire(const Event& event);  // throws ModelException if the event raised
+  void fire_autocast_exit(bool user);
+
+  // Hooks: count, then forward to the observer.
+  void forward_update() override;
+  void backward_update() override;
+  void registered(ModuleId m) override;
+  void stash(ModuleId m) override;
+  void save_for_restore(ModuleId m) override;
+  void pop_stash(ModuleId m) override;
+  void restore(ModuleId m) override;
+  void claimed(ModuleId m, bool owner) override;
+  void ownership_captured(CaptureId c) override;
+  void ownership_installed(CaptureId c) override;
+
+  Observer* observer_;
+  Observer silent_;
+  Machine machine_;
+
+  std::vector<Scope> scopes_;
+  std::size_t base_ = 0;  // scopes below belong to the context a replay interrupted
+  int replay_depth_ = 0;  // recomputes in progress
+  Skip skip_;
+
+  Graph step_graph_;
+  Graph* current_graph_ = &step_graph_;
+  std::vector<Graph> tapes_;  // index = tape name
+  std::uint32_t next_generation_ = 1;
+  std::vector<ReentrantRecord> reentrant_;
+  std::vector<NonReentrantFrame> frames_;
+  CaptureId next_capture_ = 0;
+  NodeId next_node_ = 0;
+  std::optional<bool> last_claim_owner_;
+
+  int step_ = 0;
+  bool step_started_ = false;
+  spec::StepResult current_;
+  std::vector<spec::StepResult> steps_;
+};
+
+}  // namespace fp8sm::statemachine

@@ -1,0 +1,176 @@
+#include "statemachine/machine.hpp"
+
+#include <boost/mpl/for_each.hpp>
+#include <boost/msm/back/state_machine.hpp>
+
+#include "statemachine/transition_table.hpp"
+
+namespace fp8sm::statemachine {
+
+namespace {
+
+using Backend = boost::msm::back::state_machine<Fp8StateMachine>;
+
+template <class State>
+constexpr int state_id() {
+  return boost::msm::back::get_state_id<Backend::stt, State>::value;
+}
+
+Hooks& silent_hooks() {
+  static Hooks hooks;  // every hook is a no-op by default
+  return hooks;
+}
+
+// Splits a table row into its components (the action is wrapped in table::Counted).
+template <class Row>
+struct RowParts;
+template <class S, class E, class T, class A, class K, class G>
+struct RowParts<boost::msm::front::Row<S, E, T, table::Counted<A, K>, G>> {
+  using Key = K;
+  static RowDescription describe() {
+    return RowDescription{component_name(typeid(S)), component_name(typeid(E)),
+                          component_name(typeid(T)), component_name(typeid(A)),
+                          component_name(typeid(G))};
+  }
+};
+
+struct AddRow {
+  RowCatalogue* catalogue;
+  template <class Row>
+  void operator()(Row) const {
+    catalogue->add(std::type_index(typeid(typename RowParts<Row>::Key)), RowParts<Row>::describe());
+  }
+};
+
+}  // namespace
+
+void Fp8StateMachine::count_row(std::type_index key) {
+  const int index = Machine::rows().index_of(key);
+  if (index >= 0) ++(*coverage)[static_cast<std::size_t>(index)];
+}
+
+struct Machine::Impl {
+  Backend fsm;
+};
+
+Machine::Machine(spec::Semantics semantics, Hooks* hooks) : impl_(std::make_unique<Impl>()) {
+  impl_->fsm.data.semantics = semantics;
+  impl_->fsm.hooks_ = hooks != nullptr ? hooks : &silent_hooks();
+  impl_->fsm.start();
+}
+
+Machine::Machine(const Machine& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+
+Machine& Machine::operator=(const Machine& other) {
+  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
+  return *this;
+}
+
+Machine::~Machine() = default;
+
+template <class Event>
+std::optional<spec::RaisedException> Machine::fire(const Event& event) {
+  impl_->fsm.data.error.reset();
+  impl_->fsm.process_event(event);
+  return std::move(impl_->fsm.data.error);
+}
+
+template std::optional<spec::RaisedException> Machine::fire(const spec::AutocastEnter&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::AutocastExit&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::GradPush&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::GradPop&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::CheckpointForwardEnter&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::CheckpointForwardExit&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::RecomputeEnter&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::RecomputeExit&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::ModulePrepare&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleClaim&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleEndForward&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleBackward&);
+
+void Machine::set_hooks(Hooks* hooks) { impl_->fsm.hooks_ = hooks != nullptr ? hooks : &silent_hooks(); }
+
+void Machine::record_coverage(std::vector<std::uint64_t>* counts) {
+  if (counts != nullptr) counts->resize(rows().rows().size(), 0);
+  impl_->fsm.coverage = counts;
+}
+
+spec::Semantics Machine::semantics() const { return impl_->fsm.data.semantics; }
+
+bool Machine::ownership_available() const {
+  return impl_->fsm.current_state()[kOwnershipRegion] == state_id<states::OwnershipAvailable>();
+}
+
+CheckpointPhase Machine::checkpoint_phase() const {
+  const int s = impl_->fsm.current_state()[kCheckpointRegion];
+  if (s == state_id<states::InOriginalForward>()) return CheckpointPhase::OriginalForward;
+  if (s == state_id<states::InRecompute>()) return CheckpointPhase::Recompute;
+  return CheckpointPhase::Outside;
+}
+
+bool Machine::fp8_enabled() const {
+  return impl_->fsm.current_state()[kAutocastRegion] == state_id<states::Fp8Autocast>();
+}
+
+bool Machine::grad_enabled() const {
+  return impl_->fsm.current_state()[kGradRegion] == state_id<states::GradEnabled>();
+}
+
+int Machine::autocast_depth() const { return static_cast<int>(impl_->fsm.data.autocasts.size()); }
+
+const MachineData& Machine::data() const { return impl_->fsm.data; }
+
+ModuleFlags Machine::module(ModuleId m) const {
+  const auto& modules = impl_->fsm.data.modules;
+  return m < modules.size() ? modules[m] : ModuleFlags{};
+}
+
+namespace {
+void put(std::string& out, std::uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+}  // namespace
+
+std::string Machine::snapshot() const {
+  const MachineData& d = impl_->fsm.data;
+  std::string out;
+  for (int r = 0; r < 4; ++r) put(out, static_cast<std::uint64_t>(impl_->fsm.current_state()[r]), 1);
+  put(out, static_cast<std::uint64_t>(d.semantics), 1);
+  put(out, d.bit_at_autocast_entry.size(), 2);
+  for (bool b : d.bit_at_autocast_entry) put(out, b, 1);
+  put(out, d.ownership_frames.size(), 2);
+  for (const auto& f : d.ownership_frames) {
+    put(out, f.bit_before, 1);
+    put(out, f.capture, 4);
+  }
+  put(out, d.fifo.size(), 2);
+  for (const auto& e : d.fifo) {
+    put(out, e.bit, 1);
+    put(out, e.capture, 4);
+  }
+  put(out, d.captures.size(), 4);
+  for (const auto& c : d.captures) put(out, static_cast<std::uint64_t>(c.bit) * 2u + c.completed, 1);
+  put(out, d.checkpoint_frames.size(), 2);
+  for (auto p : d.checkpoint_frames) put(out, static_cast<std::uint64_t>(p), 1);
+  put(out, d.autocasts.size(), 2);
+  for (const auto& a : d.autocasts) put(out, static_cast<std::uint64_t>(a.mode_before) * 2u + a.recompute_internal, 1);
+  put(out, d.grad_before.size(), 2);
+  for (bool b : d.grad_before) put(out, b, 1);
+  put(out, d.modules.size(), 2);
+  for (const auto& m : d.modules) {
+    put(out, m.fp8 | (m.registered << 1) | (m.has_stash_pos << 2) | (m.has_saved_for_restore << 3), 1);
+    put(out, m.stash_depth, 2);
+  }
+  return out;
+}
+
+const RowCatalogue& Machine::rows() {
+  static const RowCatalogue catalogue = [] {
+    RowCatalogue c;
+    boost::mpl::for_each<table::AllRows>(AddRow{&c});
+    return c;
+  }();
+  return catalogue;
+}
+
+}  // namespace fp8sm::statemachine

@@ -1,0 +1,91 @@
+// The counters and stacks of the machine (spec §2), read by guards and changed by actions.
+// The booleans that change behaviour are not here: they are the states of the table's regions
+// (transition_table.hpp). Each region owns the data its rows change.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "spec/events.hpp"
+#include "spec/semantics.hpp"
+#include "spec/step_result.hpp"
+
+namespace fp8sm::statemachine {
+
+using spec::CaptureId;
+using spec::ModuleId;
+
+// Mirrors of the region states, for stacks that remember "the state before this entry".
+enum class CheckpointPhase : std::uint8_t { Outside, OriginalForward, Recompute };
+enum class AutocastMode : std::uint8_t { None, Fp8, NonFp8 };
+
+// pr3213's per-checkpoint capture record C (spec §2.4).
+struct CaptureRecord {
+  enum class Bit : std::uint8_t { Unset, False, True };
+  Bit bit = Bit::Unset;
+  bool completed = false;  // the original forward exited normally
+};
+
+// Upstream's class-level FIFO of captured bits (spec §2.1). `capture` names the checkpoint
+// that pushed the entry: TE does not keep it, the checkers need it to pair push and pop.
+struct FifoEntry {
+  bool bit = false;
+  CaptureId capture = 0;
+};
+
+// pr3213 saves the caller's bit at every ARF entry (the `prev` of spec §3.4).
+struct OwnershipFrame {
+  bool bit_before = false;
+  CaptureId capture = 0;
+};
+
+struct AutocastFrame {
+  AutocastMode mode_before = AutocastMode::None;  // restored at exit (the snap of §2.2)
+  bool recompute_internal = false;
+};
+
+// Per module (spec §2.3), control part only; the tensors are behind Hooks.
+struct ModuleFlags {
+  bool fp8 = false;                // cached result of the last normal-branch init_fp8_metadata
+  bool registered = false;         // has joined the amax registry
+  bool has_stash_pos = false;      // global_fp8_buffer_pos_fwd_recompute exists
+  std::uint16_t stash_depth = 0;   // entries in its deque
+  bool has_saved_for_restore = false;  // updated_amax_history_fwd exists
+};
+
+struct MachineData {
+  spec::Semantics semantics = spec::Semantics::Upstream;
+
+  // Ownership region.
+  std::vector<bool> bit_at_autocast_entry;  // snap.F of each open autocast
+  std::vector<OwnershipFrame> ownership_frames;  // pr3213: one per open ARF
+  std::deque<FifoEntry> fifo;                    // upstream only
+  std::vector<CaptureRecord> captures;           // pr3213 only; index = CaptureId
+
+  // Checkpoint region: the (region, phase) before each open ARF.
+  std::vector<CheckpointPhase> checkpoint_frames;
+
+  // Autocast region: one frame per open autocast; depth is its size.
+  std::vector<AutocastFrame> autocasts;
+
+  // Grad region: the grad mode before each push.
+  std::vector<bool> grad_before;
+
+  std::vector<ModuleFlags> modules;  // index = ModuleId, grown on first use
+
+  // The exception the last event raised (KeyError, IndexError, RuntimeError), if any.
+  std::optional<spec::RaisedException> error;
+
+  ModuleFlags& module(ModuleId m) {
+    if (m >= modules.size()) modules.resize(m + 1u);
+    return modules[m];
+  }
+  const CaptureRecord& capture(CaptureId c) {
+    if (c >= captures.size()) captures.resize(c + 1u);
+    return captures[c];
+  }
+};
+
+}  // namespace fp8sm::statemachine
