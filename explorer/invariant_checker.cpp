@@ -88,14 +88,6 @@ void InvariantChecker::event_fired(const spec::AnyEvent& event,
       enter != nullptr && !enter->recompute_internal && machine_->autocast_depth() == 1;
   const bool enters_recompute = std::holds_alternative<spec::RecomputeEnter>(event) && !raised;
 
-  if (opens_outermost_autocast) {
-    scopes_.push_back(OwnershipScope{false, before, {}});
-  } else if (enters_recompute) {
-    scopes_.push_back(OwnershipScope{true, before, {}});
-  } else if (!before && after && !scopes_.empty() && !scopes_.back().owners.empty()) {
-    revivals_.push_back(Revival{scopes_.back().owners});
-  }
-
   const bool closes_autocast_scope = std::holds_alternative<spec::AutocastExit>(event) &&
                                      machine_->autocast_depth() == 0 && !scopes_.empty() &&
                                      !scopes_.back().recompute;
@@ -110,6 +102,14 @@ void InvariantChecker::event_fired(const spec::AnyEvent& event,
                                  " true where it entered false");
     }
     closed_scopes_.push_back(std::move(scope));
+  } else if (opens_outermost_autocast) {
+    scopes_.push_back(OwnershipScope{false, before, {}});
+  } else if (enters_recompute) {
+    scopes_.push_back(OwnershipScope{true, before, {}});
+  } else if (!before && after && !scopes_.empty() && !scopes_.back().owners.empty()) {
+    // A rise at a scope's own entry or exit is not a revival inside it (an exit that raises
+    // the bit above its entry value is judged above).
+    revivals_.push_back(Revival{scopes_.back().owners});
   }
 }
 

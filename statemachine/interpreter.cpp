@@ -223,6 +223,7 @@ void Interpreter::exit_scope(Scope& scope, bool exceptional) {
 // first, until a `try` catches it. Uncaught at top level it ends the step; uncaught in a
 // replayed body it propagates out of the recompute.
 void Interpreter::unwind(const ModelException& e) {
+  int unwound = 0;  // blocks exited here: their closing braces are still to come
   while (scopes_.size() > base_) {
     Scope& scope = scopes_.back();
     if (scope.op == Op::Try) {
@@ -232,12 +233,13 @@ void Interpreter::unwind(const ModelException& e) {
           graph.generation == scope.graph_generation ? scope.graph_mark : 0;  // 0: `save` inside
       for (std::size_t i = keep; i < graph.nodes.size(); ++i) observer_->node_discarded(graph.nodes[i].id);
       graph.nodes.resize(std::min(keep, graph.nodes.size()));
-      skip_ = Skip{true, false, 0};
+      skip_ = Skip{true, false, unwound};
       return;
     }
     Scope popped = std::move(scope);
     scopes_.pop_back();
     exit_scope(popped, true);
+    ++unwound;
   }
   if (replay_depth_ > 0) throw e;
   current_.raised.push_back(e.raised);
