@@ -51,9 +51,15 @@ std::string component_name(const std::type_info& type) {
         "boost::msm::front::euml::", "boost::msm::front::", "boost::mpl::"}) {
     erase_all(name, prefix);
   }
-  replace_all(name, ", na", "");
+  erase_all(name, ", mpl_::na");
+  erase_all(name, ", na");
   replace_all(name, "> >", ">>");
   replace_all(name, "> >", ">>");
+  // An action sequence reads as Seq<A, B>.
+  const std::string sequence = "ActionSequence_<vector<";
+  if (name.rfind(sequence, 0) == 0 && name.size() > sequence.size() + 2) {
+    name = "Seq<" + name.substr(sequence.size(), name.size() - sequence.size() - 2) + ">";
+  }
   return name;
 }
 
