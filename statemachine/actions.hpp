@@ -67,8 +67,7 @@ FP8SM_ACTION(InstallFifoFront, {
   hooks.ownership_installed(from);
 })
 FP8SM_ACTION(CaptureBitInFrame, {
-  data.capture(event.capture);  // make room for the record
-  data.captures[event.capture] = CaptureRecord{
+  data.capture(event.capture) = CaptureRecord{
       bit_of<Source>() ? CaptureRecord::Bit::True : CaptureRecord::Bit::False, false};
   data.ownership_frames.push_back(OwnershipFrame{bit_of<Source>(), event.capture});
   hooks.ownership_captured(event.capture);

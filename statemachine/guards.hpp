@@ -74,15 +74,15 @@ FP8SM_GUARD(FramePrevRecompute, fsm.data.checkpoint_frames.back() == CheckpointP
 // Captured bits at recompute entry.
 FP8SM_GUARD(FifoEmpty, fsm.data.fifo.empty())
 FP8SM_GUARD(FifoFrontBit, fsm.data.fifo.front().bit)
-FP8SM_GUARD(CaptureComplete, fsm.data.capture(event.capture).bit != CaptureRecord::Bit::Unset &&
-                                 fsm.data.capture(event.capture).completed)
-FP8SM_GUARD(CapturedBit, fsm.data.capture(event.capture).bit == CaptureRecord::Bit::True)
+FP8SM_GUARD(CaptureComplete, fsm.data.capture_record(event.capture).bit != CaptureRecord::Bit::Unset &&
+                                 fsm.data.capture_record(event.capture).completed)
+FP8SM_GUARD(CapturedBit, fsm.data.capture_record(event.capture).bit == CaptureRecord::Bit::True)
 
 // Modules.
-FP8SM_GUARD(ModuleIsFp8, fsm.data.module(event.module).fp8)
-FP8SM_GUARD(ModuleHasStashPos, fsm.data.module(event.module).has_stash_pos)
-FP8SM_GUARD(ModuleStashEmpty, fsm.data.module(event.module).stash_depth == 0)
-FP8SM_GUARD(ModuleHasSavedMeta, fsm.data.module(event.module).has_saved_for_restore)
+FP8SM_GUARD(ModuleIsFp8, fsm.data.module_flags(event.module).fp8)
+FP8SM_GUARD(ModuleHasStashPos, fsm.data.module_flags(event.module).has_stash_pos)
+FP8SM_GUARD(ModuleStashEmpty, fsm.data.module_flags(event.module).stash_depth == 0)
+FP8SM_GUARD(ModuleHasSavedMeta, fsm.data.module_flags(event.module).has_saved_for_restore)
 FP8SM_GUARD(NodeIsOwner, event.owner)
 
 #undef FP8SM_GUARD

@@ -121,8 +121,7 @@ int Machine::autocast_depth() const { return static_cast<int>(impl_->fsm.data.au
 const MachineData& Machine::data() const { return impl_->fsm.data; }
 
 ModuleFlags Machine::module(ModuleId m) const {
-  const auto& modules = impl_->fsm.data.modules;
-  return m < modules.size() ? modules[m] : ModuleFlags{};
+  return impl_->fsm.data.module_flags(m);
 }
 
 namespace {

@@ -78,14 +78,18 @@ struct MachineData {
   // The exception the last event raised (KeyError, IndexError, RuntimeError), if any.
   std::optional<spec::RaisedException> error;
 
+  // For actions: the record, created on first use.
   ModuleFlags& module(ModuleId m) {
     if (m >= modules.size()) modules.resize(m + 1u);
     return modules[m];
   }
-  const CaptureRecord& capture(CaptureId c) {
+  CaptureRecord& capture(CaptureId c) {
     if (c >= captures.size()) captures.resize(c + 1u);
     return captures[c];
   }
+  // For guards, which change nothing: a record never created reads as its initial value.
+  ModuleFlags module_flags(ModuleId m) const { return m < modules.size() ? modules[m] : ModuleFlags{}; }
+  CaptureRecord capture_record(CaptureId c) const { return c < captures.size() ? captures[c] : CaptureRecord{}; }
 };
 
 }  // namespace fp8sm::statemachine
