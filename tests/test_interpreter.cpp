@@ -1,0 +1,160 @@
+// The interpreter: exceptions and `try`, steps, tapes, recompute order. Expectations come
+// from docs/scenarios.md (the language) and spec §3.5, not from running the code.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "scenario_helpers.hpp"
+#include "statemachine/interpreter.hpp"
+
+namespace fp8sm {
+namespace {
+
+using spec::Semantics;
+
+struct ExtentLog : statemachine::Observer {
+  std::vector<std::string> log;
+  void recompute_begin(statemachine::CaptureId c) override { log.push_back("rc" + std::to_string(c)); }
+  void node_discarded(statemachine::NodeId n) override { log.push_back("discard" + std::to_string(n)); }
+};
+
+std::vector<spec::StepResult> run(const std::string& text, Semantics s = Semantics::Pr3213,
+                                  statemachine::Observer* observer = nullptr) {
+  statemachine::Interpreter interpreter(s, observer);
+  interpreter.run(spec::parse_scenario(text));
+  return interpreter.steps();
+}
+
+TEST(Exceptions, TryCatchesAndDiscardsWhatItsBodyRecorded) {
+  // L0 owns the backward update but its node is discarded; L1 finds F consumed: no update.
+  ExtentLog log;
+  const auto steps = run("autocast on { try { linear L0; raise always }; linear L1 }; backward",
+                         Semantics::Upstream, &log);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_TRUE(steps[0].raised.empty());
+  EXPECT_EQ(steps[0].forward_updates, 1);
+  EXPECT_EQ(steps[0].backward_updates, 0);
+  EXPECT_EQ(log.log, (std::vector<std::string>{"discard0"}));
+}
+
+TEST(Exceptions, UncaughtExceptionEndsTheStepAndTheNextStepRuns) {
+  const auto steps = run(
+      "autocast on { linear L0; raise always; linear L1 }; backward; step;"
+      "autocast on { linear L0 }; backward");
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_EQ(steps[0].raised.size(), 1u);
+  EXPECT_EQ(steps[0].raised[0].kind, "UserError");
+  // Unwinding through the outermost enabled autocast with grad on still updates (spec §3.1);
+  // the step's backward is skipped.
+  EXPECT_EQ(steps[0].forward_updates, 1);
+  EXPECT_EQ(steps[0].backward_updates, 0);
+  EXPECT_EQ(steps[1].forward_updates, 1);
+  EXPECT_EQ(steps[1].backward_updates, 1);
+  EXPECT_TRUE(steps[1].raised.empty());
+}
+
+TEST(Exceptions, RaiseOriginalAndRaiseRecompute) {
+  auto steps = run("autocast on { checkpoint reentrant { linear L0; raise original } }; backward");
+  ASSERT_EQ(steps.at(0).raised.size(), 1u);  // raised in the forward
+  EXPECT_EQ(steps[0].backward_updates, 0);
+  steps = run("autocast on { checkpoint reentrant { linear L0; raise recompute } }; backward");
+  ASSERT_EQ(steps.at(0).raised.size(), 1u);  // raised in the backward's recompute
+  EXPECT_EQ(steps[0].forward_updates, 1);
+  EXPECT_EQ(steps[0].raised[0].message, "raised by 'raise recompute'");
+  // Caught inside the body during the recompute, the rest of the try is skipped only there.
+  steps = run("autocast on { checkpoint reentrant { try { raise recompute; linear L1 }; linear L0 } }; backward");
+  EXPECT_TRUE(steps.at(0).raised.empty());
+  EXPECT_EQ(steps[0].backward_updates, 1);
+}
+
+TEST(Exceptions, RecomputeBodyFailureLeavesNothingBehindUnderPr3213) {
+  statemachine::Interpreter interpreter(Semantics::Pr3213, nullptr);
+  interpreter.run(spec::parse_scenario("autocast on { checkpoint reentrant { linear L0; raise recompute } }; backward"));
+  const auto& m = interpreter.machine();
+  EXPECT_EQ(m.autocast_depth(), 0);
+  EXPECT_EQ(m.checkpoint_phase(), statemachine::CheckpointPhase::Outside);
+  EXPECT_FALSE(m.ownership_available());
+  EXPECT_TRUE(m.grad_enabled());
+}
+
+TEST(Tapes, SavedTapesAreBackpropagatedByName) {
+  const auto steps = run("autocast on { linear L0 }; save A; autocast on { linear L1 }; backward A; backward");
+  EXPECT_EQ(steps.at(0).forward_updates, 2);
+  EXPECT_EQ(steps.at(0).backward_updates, 2);
+}
+
+TEST(Tapes, SecondBackwardWithoutRetainRaises) {
+  auto steps = run("autocast on { linear L0 }; save A; backward A; backward A");
+  ASSERT_EQ(steps.at(0).raised.size(), 1u);
+  EXPECT_EQ(steps[0].raised[0].kind, "RuntimeError");
+  EXPECT_EQ(steps[0].backward_updates, 1);
+  steps = run("autocast on { linear L0 }; backward retain; backward");
+  EXPECT_TRUE(steps.at(0).raised.empty());
+  EXPECT_EQ(steps[0].backward_updates, 2);
+}
+
+TEST(Tapes, BackwardWithNothingRecordedRaises) {
+  for (const char* text : {"backward", "no_grad { autocast on { linear L0 } }; backward",
+                           "autocast on { linear L0 }; step; backward"}) {
+    const auto steps = run(text);
+    ASSERT_FALSE(steps.back().raised.empty()) << text;
+    EXPECT_EQ(steps.back().raised[0].kind, "RuntimeError") << text;
+  }
+}
+
+TEST(Steps, EndOfFileEndsTheLastStepAndATrailingStepAddsNone) {
+  EXPECT_EQ(run("").size(), 0u);
+  EXPECT_EQ(run("autocast on { linear L0 }").size(), 1u);
+  EXPECT_EQ(run("autocast on { linear L0 }; step").size(), 1u);
+  EXPECT_EQ(run("autocast on { linear L0 }; step; step").size(), 2u);
+}
+
+// Spec §4 row 3: non-reentrant frames recompute at their last recorded node, in backward
+// order (checkpoint 2, 1, 0); row 6: reentrant ones at their node's turn.
+TEST(RecomputeOrder, ReverseRecordingOrder) {
+  for (const char* mode : {"nonreentrant", "reentrant"}) {
+    ExtentLog log;
+    const std::string m = mode;
+    run("autocast on { checkpoint " + m + " { linear L0 }; checkpoint " + m + " { linear L1 }; checkpoint " + m +
+            " { linear L2 } }; backward",
+        Semantics::Pr3213, &log);
+    EXPECT_EQ(log.log, (std::vector<std::string>{"rc2", "rc1", "rc0"})) << mode;
+  }
+}
+
+// A non-reentrant frame recomputes at most once; a reentrant node at every backward through it.
+TEST(RecomputeOrder, RetainedGraphRecomputes) {
+  ExtentLog nr;
+  run("autocast on { checkpoint nonreentrant { linear L0 } }; backward retain; backward", Semantics::Pr3213, &nr);
+  EXPECT_EQ(nr.log, (std::vector<std::string>{"rc0"}));
+  ExtentLog re;
+  run("autocast on { checkpoint reentrant { linear L0 } }; backward retain; backward", Semantics::Pr3213, &re);
+  EXPECT_EQ(re.log, (std::vector<std::string>{"rc0", "rc0"}));
+}
+
+// Nested reentrant (spec §4 row 7): the inner checkpoint records its node during the outer
+// recompute (grad is on there) and recomputes during the outer's sub-backward.
+TEST(RecomputeOrder, NestedReentrantRecomputesInnerDuringOuterSubBackward) {
+  ExtentLog log;
+  run("autocast on { checkpoint reentrant { checkpoint reentrant { linear L0 }; linear L1 } }; backward",
+      Semantics::Pr3213, &log);
+  // Outer is capture 0, inner 1 in the forward; the outer recompute creates inner capture 2.
+  EXPECT_EQ(log.log, (std::vector<std::string>{"rc0", "rc2"}));
+}
+
+// A reentrant checkpoint under no_grad records no node: nothing to recompute. Upstream's L1
+// then owns the backward update; pr3213 reserved the bit at the checkpoint's entry (spec §3.4:
+// reentrant and fp8_enabled) for a recompute that never comes, so nobody owns it.
+TEST(RecomputeOrder, NoNodeUnderNoGrad) {
+  for (Semantics s : spec::kAllSemantics) {
+    ExtentLog log;
+    const auto steps =
+        run("autocast on { no_grad { checkpoint reentrant { linear L0 } }; linear L1 }; backward", s, &log);
+    EXPECT_TRUE(log.log.empty());
+    EXPECT_EQ(steps.at(0).backward_updates, s == Semantics::Upstream ? 1 : 0) << spec::name(s);
+  }
+}
+
+}  // namespace
+}  // namespace fp8sm
