@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what fp8sm needs to build and test, from Debian packages. Safe to run again.
+set -euo pipefail
+
+packages=(
+  build-essential cmake
+  libboost-dev        # Boost.MSM (header-only)
+  librapidcheck-dev   # property tests
+  libfmt-dev
+  googletest libgtest-dev
+  libcli11-dev        # command-line options
+  nlohmann-json3-dev
+  libxxhash-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
