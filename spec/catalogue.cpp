@@ -21,6 +21,9 @@ CatalogueEntry make_entry(const std::string& file, const std::string& text) {
   if (hash != std::string::npos) {
     const std::size_t start = text.find_first_not_of(' ', hash + 1);
     entry.title = text.substr(start, text.find('\n', start) - start);
+    // "spec §7 row N: title" names the row; the title is what follows.
+    const std::size_t colon = entry.title.find(": ");
+    if (entry.title.rfind("spec ", 0) == 0 && colon != std::string::npos) entry.title.erase(0, colon + 2);
   }
   return entry;
 }

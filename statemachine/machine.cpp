@@ -2,6 +2,7 @@
 
 #include <boost/mpl/for_each.hpp>
 #include <boost/msm/back/state_machine.hpp>
+#include <xxhash.h>
 
 #include "statemachine/transition_table.hpp"
 
@@ -161,6 +162,11 @@ std::string Machine::snapshot() const {
     put(out, m.stash_depth, 2);
   }
   return out;
+}
+
+std::uint64_t Machine::fingerprint() const {
+  const std::string bytes = snapshot();
+  return XXH3_64bits(bytes.data(), bytes.size());
 }
 
 const RowCatalogue& Machine::rows() {

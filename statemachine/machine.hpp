@@ -47,6 +47,8 @@ class Machine {
 
   // The region states and the data, packed; equal snapshots mean equal futures.
   std::string snapshot() const;
+  // A 64-bit hash of snapshot() (XXH3), for seen-sets that store fingerprints.
+  std::uint64_t fingerprint() const;
 
   // Every row of the table, in table order.
   static const RowCatalogue& rows();

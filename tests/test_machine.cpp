@@ -249,9 +249,11 @@ TEST(MachineSnapshot, CopiesAreIndependentAndCompareByState) {
   a.fire(AutocastEnter{true, false});
   Machine b = a;
   EXPECT_EQ(a.snapshot(), b.snapshot());
+  EXPECT_EQ(a.fingerprint(), b.fingerprint());
   b.fire(ModulePrepare{0});
   b.fire(ModuleClaim{0});
   EXPECT_NE(a.snapshot(), b.snapshot());
+  EXPECT_NE(a.fingerprint(), b.fingerprint());
   EXPECT_TRUE(a.ownership_available());
   EXPECT_FALSE(b.ownership_available());
   EXPECT_NE(Machine(Semantics::Upstream).snapshot(), Machine(Semantics::Pr3213).snapshot());
