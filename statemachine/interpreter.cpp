@@ -343,51 +343,16 @@ void Interpreter::backpropagate(const std::vector<Node>& nodes) {
       sub_tape.generation = next_generation_++;
       // A copy: replaying the body may add records and move this one.
       const ReentrantRecord record = reentrant_[static_cast<std::size_t>(node.reentrant)];
-      recompute_reentrant(record, sub_tape);
+      recompute(record.capture, record.fp8, record.body, sub_tape);  // §3.5 CKR_BWD
       backpropagate(sub_tape.nodes);
     }
   }
 }
 
-// §3.5 CKR_BWD: GRAD(on); ARF_ENTER(rc); AC_ENTER(ctx_fp8, rc); body; AC_EXIT; ARF_EXIT; pop.
-void Interpreter::recompute_reentrant(const ReentrantRecord& record, Graph& sub_tape) {
-  fire(spec::GradPush{true});
-  try {
-    fire(spec::RecomputeEnter{record.capture});
-  } catch (const ModelException&) {
-    fire(spec::GradPop{});
-    throw;
-  }
-  observer_->recompute_begin(record.capture);
-  fire(spec::AutocastEnter{record.fp8, true});
-  try {
-    replay(record.body, sub_tape);
-  } catch (const ModelException&) {
-    fire_autocast_exit(false);
-    fire(spec::RecomputeExit{});
-    observer_->recompute_end(record.capture);
-    fire(spec::GradPop{});
-    throw;
-  }
-  fire_autocast_exit(false);
-  fire(spec::RecomputeExit{});
-  observer_->recompute_end(record.capture);
-  fire(spec::GradPop{});
-}
-
-// §3.5 NR_RECOMPUTE, at most once per frame; an enclosing frame recomputes first. Its graph
-// is never backpropagated.
-void Interpreter::recompute_frame(int index) {
-  NonReentrantFrame& frame = frames_[static_cast<std::size_t>(index)];
-  if (frame.recomputed) return;
-  if (frame.parent >= 0) recompute_frame(frame.parent);
-  frame.recomputed = true;
-  const Body body = frame.body;
-  const CaptureId capture = frame.capture;
-  const bool fp8 = frame.fp8;
-  Graph discarded;
-  discarded.generation = next_generation_++;
-  discarded.live = false;
+// §3.5 CKR_BWD and NR_RECOMPUTE share one shape: GRAD(on); ARF_ENTER(rc); AC_ENTER(fp8, rc);
+// body; AC_EXIT; ARF_EXIT; GRAD pop. The exits run also when the body raises; a failed
+// ARF_ENTER has nothing to exit but the grad mode.
+void Interpreter::recompute(CaptureId capture, bool fp8, const Body& body, Graph& graph) {
   fire(spec::GradPush{true});
   try {
     fire(spec::RecomputeEnter{capture});
@@ -397,19 +362,33 @@ void Interpreter::recompute_frame(int index) {
   }
   observer_->recompute_begin(capture);
   fire(spec::AutocastEnter{fp8, true});
-  try {
-    replay(body, discarded);
-  } catch (const ModelException&) {
+  auto leave = [&] {
     fire_autocast_exit(false);
     fire(spec::RecomputeExit{});
     observer_->recompute_end(capture);
     fire(spec::GradPop{});
+  };
+  try {
+    replay(body, graph);
+  } catch (const ModelException&) {
+    leave();
     throw;
   }
-  fire_autocast_exit(false);
-  fire(spec::RecomputeExit{});
-  observer_->recompute_end(capture);
-  fire(spec::GradPop{});
+  leave();
+}
+
+// §3.5 NR_RECOMPUTE, at most once per frame; an enclosing frame recomputes first. Its graph
+// is never backpropagated.
+void Interpreter::recompute_frame(int index) {
+  NonReentrantFrame& frame = frames_[static_cast<std::size_t>(index)];
+  if (frame.recomputed) return;
+  if (frame.parent >= 0) recompute_frame(frame.parent);
+  frame.recomputed = true;
+  const NonReentrantFrame copy = frame;  // replaying may add frames and move this one
+  Graph discarded;
+  discarded.generation = next_generation_++;
+  discarded.live = false;
+  recompute(copy.capture, copy.fp8, copy.body, discarded);
 }
 
 // Runs a checkpoint's body again, recording into `graph`, as its own context: an exception

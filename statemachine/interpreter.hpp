@@ -76,7 +76,7 @@ class Interpreter : private Hooks {
 
   // Backward engine.
   void backpropagate(const std::vector<Node>& nodes);
-  void recompute_reentrant(const ReentrantRecord& record, Graph& sub_tape);
+  void recompute(CaptureId capture, bool fp8, const Body& body, Graph& graph);
   void recompute_frame(int frame);
   void replay(const Body& body, Graph& graph);
   void record_node(Node node);
