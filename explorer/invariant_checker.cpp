@@ -1,5 +1,7 @@
 #include "explorer/invariant_checker.hpp"
 
+#include "statemachine/encoder.hpp"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -17,6 +19,83 @@ void InvariantChecker::violate(Invariant invariant, std::string reason) {
 InvariantChecker::ModuleState& InvariantChecker::module(ModuleId m) {
   if (m >= modules_.size()) modules_.resize(m + 1u);
   return modules_[m];
+}
+
+StepVerdict InvariantChecker::take_current() {
+  StepVerdict taken;
+  taken.violations = std::exchange(verdict_.violations, spec::InvariantSet{});
+  taken.first_reason = std::exchange(verdict_.first_reason, {});
+  return taken;
+}
+
+namespace {
+void encode_meta(std::string& out, const SymbolicMeta& m) {
+  statemachine::put(out, m.history, 8);
+  statemachine::put(out, m.current, 8);
+  statemachine::put(out, m.current_from_recompute, 1);
+  statemachine::put(out, static_cast<std::uint32_t>(m.current_oldest_step), 4);
+}
+}  // namespace
+
+void InvariantChecker::encode(std::string& out) const {
+  using statemachine::put;
+  put(out, static_cast<std::uint32_t>(step_), 4);
+  put(out, modules_.size(), 2);
+  for (const ModuleState& m : modules_) {
+    encode_meta(out, m.numerics.forward);
+    encode_meta(out, m.numerics.backward);
+    encode_meta(out, m.saved_for_restore);
+    put(out, m.registered, 1);
+    put(out, m.stash.size(), 2);
+    for (const StashEntry& e : m.stash) {
+      encode_meta(out, e.value);
+      put(out, e.pushed_by, 4);
+      put(out, e.pushed_by_checkpoint, 1);
+      put(out, static_cast<std::uint32_t>(e.step), 4);
+    }
+  }
+  put(out, bit_before_event_, 1);
+  auto encode_scope = [&](const OwnershipScope& scope) {
+    put(out, scope.recompute | (scope.bit_at_entry << 1), 1);
+    put(out, scope.owners.size(), 2);
+    for (NodeId n : scope.owners) {
+      put(out, n, 4);
+      put(out, n < node_live_.size() && node_live_[n], 1);
+    }
+  };
+  put(out, scopes_.size(), 2);
+  for (const OwnershipScope& scope : scopes_) encode_scope(scope);
+  put(out, closed_scopes_.size(), 2);
+  for (const OwnershipScope& scope : closed_scopes_) encode_scope(scope);
+  put(out, revivals_.size(), 2);
+  for (const Revival& r : revivals_) encode_scope(OwnershipScope{false, false, r.owners});
+  put(out, extents_.size(), 2);
+  for (const Extent& e : extents_) {
+    put(out, e.capture, 4);
+    put(out, e.recompute, 1);
+    put(out, e.occurrences.size(), 2);
+    for (const auto& [m, k] : e.occurrences) {
+      put(out, m, 2);
+      put(out, static_cast<std::uint32_t>(k), 4);
+    }
+    put(out, e.before_pop.size(), 2);
+    for (const auto& [m, meta] : e.before_pop) {
+      put(out, m, 2);
+      encode_meta(out, meta);
+    }
+  }
+  put(out, original_seen_.size(), 4);
+  for (const auto& [capture, seen] : original_seen_) {
+    put(out, capture, 4);
+    put(out, seen.size(), 2);
+    for (const auto& [m, histories] : seen) {
+      put(out, m, 2);
+      put(out, histories.size(), 2);
+      for (std::uint64_t h : histories) put(out, h, 8);
+    }
+  }
+  put(out, installed_from_.has_value(), 1);
+  put(out, installed_from_.value_or(0), 4);
 }
 
 // ---- steps and top level ---------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "explorer/symbolic_meta.hpp"
@@ -40,6 +41,14 @@ struct StepVerdict {
 class InvariantChecker : public statemachine::Observer {
  public:
   const std::vector<StepVerdict>& verdicts() const { return verdicts_; }
+
+  // For the exhaustive explorer, which keeps no history: the verdicts of finished steps, and
+  // what the step in progress has violated so far, handed over and forgotten.
+  std::vector<StepVerdict> take_verdicts() { return std::exchange(verdicts_, {}); }
+  StepVerdict take_current();
+
+  // Between statements: everything later checks depend on, packed.
+  void encode(std::string& out) const;
 
   // Observer
   void attach(const statemachine::Machine& machine) override { machine_ = &machine; }

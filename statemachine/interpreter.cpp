@@ -1,5 +1,7 @@
 #include "statemachine/interpreter.hpp"
 
+#include "statemachine/encoder.hpp"
+
 #include <utility>
 
 namespace fp8sm::statemachine {
@@ -34,9 +36,112 @@ Interpreter::Interpreter(spec::Semantics semantics, Observer* observer)
   observer_->attach(machine_);
 }
 
+Interpreter::Interpreter(const Interpreter& other, Observer* observer)
+    : observer_(observer != nullptr ? observer : &silent_),
+      machine_(other.machine_),
+      scopes_(other.scopes_),
+      base_(other.base_),
+      replay_depth_(other.replay_depth_),
+      skip_(other.skip_),
+      step_graph_(other.step_graph_),
+      tapes_(other.tapes_),
+      next_generation_(other.next_generation_),
+      reentrant_(other.reentrant_),
+      frames_(other.frames_),
+      next_capture_(other.next_capture_),
+      next_node_(other.next_node_),
+      last_claim_owner_(other.last_claim_owner_),
+      step_(other.step_),
+      step_started_(other.step_started_),
+      current_(other.current_),
+      steps_(other.steps_) {
+  // Only ever copied between statements, when the current graph is the step's.
+  machine_.set_hooks(this);
+  observer_->attach(machine_);
+}
+
 void Interpreter::run(const spec::Program& program) {
   for (const Statement& s : program.statements) feed(s);
   end_of_file();
+}
+
+std::vector<Op> Interpreter::open_blocks() const {
+  std::vector<Op> out;
+  out.reserve(scopes_.size());
+  for (const Scope& scope : scopes_) out.push_back(scope.op);
+  return out;
+}
+
+namespace {
+
+void encode_statements(std::string& out, const std::vector<Statement>& statements) {
+  put(out, statements.size(), 4);
+  for (const Statement& s : statements) {
+    put(out, static_cast<std::uint64_t>(s.op), 1);
+    put(out, s.name, 2);
+    put(out, s.retain, 1);
+  }
+}
+
+void encode_graph(std::string& out, const Graph& graph) {
+  put(out, graph.generation, 4);
+  put(out, graph.freed | (graph.live << 1), 1);
+  put(out, graph.nodes.size(), 4);
+  for (const Node& n : graph.nodes) {
+    put(out, static_cast<std::uint64_t>(n.kind) | (n.fp8 << 1) | (n.owner << 2), 1);
+    put(out, n.id, 4);
+    put(out, n.module, 2);
+    put(out, static_cast<std::uint32_t>(n.reentrant), 4);
+    put(out, static_cast<std::uint32_t>(n.frame), 4);
+  }
+}
+
+}  // namespace
+
+void Interpreter::encode(std::string& out) const {
+  out += machine_.snapshot();
+  put(out, scopes_.size(), 2);
+  for (const Scope& scope : scopes_) {
+    put(out, static_cast<std::uint64_t>(scope.op), 1);
+    put(out, scope.capture, 4);
+    put(out, scope.grad_at_call, 1);
+    put(out, static_cast<std::uint32_t>(scope.frame), 4);
+    put(out, scope.graph_generation, 4);
+    put(out, scope.graph_mark, 4);
+    encode_statements(out, scope.body);
+  }
+  put(out, skip_.active | (skip_.until_step << 1), 1);
+  put(out, static_cast<std::uint32_t>(skip_.depth), 4);
+  encode_graph(out, step_graph_);
+  put(out, tapes_.size(), 2);
+  for (const Graph& tape : tapes_) encode_graph(out, tape);
+  put(out, reentrant_.size(), 4);
+  for (const ReentrantRecord& r : reentrant_) {
+    put(out, r.capture, 4);
+    put(out, r.fp8, 1);
+    encode_statements(out, r.body ? *r.body : std::vector<Statement>{});
+  }
+  put(out, frames_.size(), 4);
+  for (const NonReentrantFrame& f : frames_) {
+    put(out, f.capture, 4);
+    put(out, f.fp8 | (f.recomputed << 1), 1);
+    put(out, static_cast<std::uint32_t>(f.parent), 4);
+    encode_statements(out, f.body ? *f.body : std::vector<Statement>{});
+  }
+  put(out, next_capture_, 4);
+  put(out, next_node_, 4);
+  put(out, next_generation_, 4);
+  put(out, static_cast<std::uint32_t>(step_), 4);
+  put(out, step_started_, 1);
+  put(out, static_cast<std::uint32_t>(current_.forward_updates), 4);
+  put(out, static_cast<std::uint32_t>(current_.backward_updates), 4);
+  put(out, current_.raised.size(), 2);
+  for (const RaisedException& e : current_.raised) {
+    out += e.kind;
+    out.push_back('\0');
+    out += e.message;
+    out.push_back('\0');
+  }
 }
 
 // ---- feeding statements -----------------------------------------------------------------

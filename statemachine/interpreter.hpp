@@ -7,6 +7,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -28,6 +30,9 @@ class Interpreter : private Hooks {
  public:
   // `observer` (may be nullptr) must outlive the interpreter.
   Interpreter(spec::Semantics semantics, Observer* observer);
+  // A copy of `other` between two statements, reporting to `observer` (a copy of other's
+  // observer, which this constructor attaches to the new machine, or nullptr).
+  Interpreter(const Interpreter& other, Observer* observer);
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
 
@@ -39,6 +44,20 @@ class Interpreter : private Hooks {
 
   // One result per step so far (counts and escaped exceptions; violations are the checker's).
   const std::vector<spec::StepResult>& steps() const { return steps_; }
+  // The results of finished steps, handed over and forgotten (the explorer keeps none).
+  std::vector<spec::StepResult> take_steps() { return std::exchange(steps_, {}); }
+  const spec::StepResult& current_step() const { return current_; }
+
+  // Between statements: the opening statements of the blocks still open, innermost last;
+  // whether the rest of a `try` or of the step is being skipped; which tapes exist.
+  std::vector<spec::Op> open_blocks() const;
+  bool skipping() const { return skip_.active; }
+  bool tape_saved(std::uint16_t tape) const { return tape < tapes_.size() && tapes_[tape].generation != 0; }
+
+  // Between statements: everything the interpreter's future depends on, packed (the
+  // machine's own snapshot included).
+  void encode(std::string& out) const;
+
   const Machine& machine() const { return machine_; }
   Machine& machine() { return machine_; }
 

@@ -4,6 +4,7 @@
 #include <boost/msm/back/state_machine.hpp>
 #include <xxhash.h>
 
+#include "statemachine/encoder.hpp"
 #include "statemachine/transition_table.hpp"
 
 namespace fp8sm::statemachine {
@@ -124,12 +125,6 @@ const MachineData& Machine::data() const { return impl_->fsm.data; }
 ModuleFlags Machine::module(ModuleId m) const {
   return impl_->fsm.data.module_flags(m);
 }
-
-namespace {
-void put(std::string& out, std::uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
-}
-}  // namespace
 
 std::string Machine::snapshot() const {
   const MachineData& d = impl_->fsm.data;

@@ -1,0 +1,24 @@
+// I8, checkpoint transparency, for one step: the step of the program against the same step of
+// the program without its checkpoints.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "explorer/invariant_checker.hpp"
+#include "spec/step_result.hpp"
+
+namespace fp8sm::explorer {
+
+struct TransparencyJudgement {
+  std::string violation;  // empty: none
+  bool later_steps_comparable = true;
+};
+
+// `recompute_specific`: the program uses raise recompute or recompute_uncaptured, so it may
+// raise where its reference does not, by design.
+TransparencyJudgement judge_transparency(const spec::StepResult& got, const std::vector<ModuleNumerics>& got_numerics,
+                                         const spec::StepResult& want, const std::vector<ModuleNumerics>& want_numerics,
+                                         bool recompute_specific);
+
+}  // namespace fp8sm::explorer
