@@ -1,6 +1,9 @@
 // explorer: runs scenarios on the model of TE's FP8 ownership / autocast / checkpoint state
 // and checks the invariants of spec §5.
 //
+//   explorer --depth N [--semantics S] [--modules K] [--check I1,I4] [--threads T]
+//            [--max-states M] [--no-symmetry] [--json]
+//                                        every program of up to N statements
 //   explorer run FILE|NAME [--semantics upstream|pr3213] [--json]
 //   explorer catalogue [--semantics S]   every built-in scenario, both semantics by default
 //   explorer list                        the built-in catalogue
@@ -10,6 +13,8 @@
 // Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or bad input.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -18,6 +23,8 @@
 
 #include "explorer/report.hpp"
 #include "explorer/scenario_run.hpp"
+#include "explorer/search.hpp"
+#include "explorer/search_report.hpp"
 #include "spec/catalogue.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario_parser.hpp"
@@ -104,6 +111,46 @@ int catalogue_command(const std::optional<std::string>& semantics) {
   return violations ? kViolations : kClean;
 }
 
+spec::InvariantSet checks_option(const std::string& text) {
+  spec::InvariantSet set;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto invariant = spec::parse_invariant(item);
+    if (!invariant) throw UsageError{"--check: unknown invariant '" + item + "' (expected I1 .. I9, comma separated)"};
+    set.add(*invariant);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return set;
+}
+
+int depth_command(explorer::SearchOptions options, const std::string& semantics, const std::string& checks,
+                  bool json) {
+  options.semantics = semantics_option(semantics);
+  if (!checks.empty()) options.checks = checks_option(checks);
+  if (options.depth < 0) throw UsageError{"--depth: must be 0 or more"};
+  if (options.alphabet.modules < 1 || options.alphabet.modules > 16) throw UsageError{"--modules: must be 1 to 16"};
+  if (options.threads < 1) throw UsageError{"--threads: must be 1 or more"};
+  // A progress line on a terminal, for runs of more than a second.
+  const bool show_progress = !json && isatty(STDERR_FILENO) != 0;
+  auto progress = [&](const explorer::LayerStats& layer, double seconds) {
+    if (show_progress && seconds > 1.0) {
+      std::cerr << "\rdepth " << layer.depth << ": " << layer.distinct << " states, " << static_cast<long>(seconds)
+                << " s   " << std::flush;
+    }
+  };
+  const explorer::SearchResult result = explorer::search(options, progress);
+  if (show_progress && result.seconds > 1.0) std::cerr << "\n";
+  if (json) {
+    explorer::print_search_json(std::cout, options, result);
+  } else {
+    explorer::print_search_text(std::cout, options, result);
+  }
+  return result.counterexamples.empty() ? kClean : kViolations;
+}
+
 int list_command() {
   for (const spec::CatalogueEntry& entry : spec::catalogue()) {
     std::cout << entry.row << "\t" << entry.name << "\t" << entry.title << "\n";
@@ -128,7 +175,22 @@ int table_command() {
 
 int main(int argc, char** argv) {
   CLI::App app{"explorer: model checker for TE-style FP8 ownership, autocast and checkpoint state"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+
+  explorer::SearchOptions search;
+  std::optional<int> depth;
+  std::string search_semantics = "upstream";
+  std::string checks;
+  bool no_symmetry = false;
+  bool search_json = false;
+  app.add_option("--depth", depth, "explore every program of up to N statements");
+  app.add_option("--semantics", search_semantics, "with --depth: upstream or pr3213 (default upstream)");
+  app.add_option("--modules", search.alphabet.modules, "with --depth: module names L0.. (default 2)");
+  app.add_option("--check", checks, "with --depth: only these invariants, e.g. I1,I4");
+  app.add_option("--threads", search.threads, "with --depth: worker threads (default 1)");
+  app.add_option("--max-states", search.max_states, "with --depth: stop past this many states (0: none)");
+  app.add_flag("--no-symmetry", no_symmetry, "with --depth: do not reduce by module-name symmetry");
+  app.add_flag("--json", search_json, "with --depth: print one JSON object");
 
   std::string target;
   std::string semantics = "upstream";
@@ -156,6 +218,13 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (app.get_subcommands().empty()) {
+      if (!depth) throw UsageError{"give a command (run, catalogue, list, invariants, table) or --depth N"};
+      search.depth = *depth;
+      search.alphabet.symmetry = !no_symmetry;
+      return depth_command(search, search_semantics, checks, search_json);
+    }
+    if (depth) throw UsageError{"--depth is not an option of a command: use 'explorer --depth N'"};
     if (*run) return run_command(target, semantics, json);
     if (*catalogue) return catalogue_command(catalogue_semantics);
     if (*list) return list_command();

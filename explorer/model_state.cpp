@@ -1,0 +1,132 @@
+#include "explorer/model_state.hpp"
+
+#include <algorithm>
+
+#include "explorer/transparency.hpp"
+#include "statemachine/encoder.hpp"
+
+namespace fp8sm::explorer {
+
+using spec::Op;
+using spec::Statement;
+
+void Verdict::merge(const StepVerdict& step) {
+  for (spec::Invariant i : spec::kAllInvariants) {
+    if (step.violations.contains(i)) add(i, step.first_reason.at(i));
+  }
+}
+
+void Verdict::add(spec::Invariant invariant, const std::string& reason) {
+  if (!violations.contains(invariant)) reasons[invariant] = reason;
+  violations.add(invariant);
+}
+
+ModelState::Run ModelState::fresh_run(spec::Semantics semantics) {
+  Run run;
+  run.checker = std::make_unique<InvariantChecker>();
+  run.interpreter = std::make_unique<statemachine::Interpreter>(semantics, run.checker.get());
+  return run;
+}
+
+ModelState::Run ModelState::copy_run(const Run& run) {
+  Run copy;
+  copy.checker = std::make_unique<InvariantChecker>(*run.checker);
+  copy.interpreter = std::make_unique<statemachine::Interpreter>(*run.interpreter, copy.checker.get());
+  return copy;
+}
+
+ModelState::ModelState(spec::Semantics semantics)
+    : program_(fresh_run(semantics)), reference_(fresh_run(semantics)) {}
+
+ModelState::ModelState(const ModelState& other)
+    : program_(copy_run(other.program_)),
+      reference_(copy_run(other.reference_)),
+      recompute_specific_(other.recompute_specific_),
+      reference_comparable_(other.reference_comparable_),
+      reference_dropped_(other.reference_dropped_),
+      open_(other.open_),
+      checkpoints_open_(other.checkpoints_open_),
+      saved_(other.saved_),
+      modules_used_(other.modules_used_) {}
+
+Verdict ModelState::apply(const Statement& s) {
+  // The reference sees the program without checkpoint blocks and recompute_uncaptured
+  // (spec::without_checkpoints, statement by statement).
+  bool reference_skips = s.op == Op::RecomputeUncaptured;
+  if (spec::opens_block(s.op)) {
+    const bool checkpoint = spec::is_checkpoint(s.op);
+    reference_dropped_.push_back(checkpoint);
+    open_.push_back(s.op);
+    checkpoints_open_ += checkpoint ? 1 : 0;
+    reference_skips = checkpoint;
+  } else if (s.op == Op::Close) {
+    reference_skips = reference_dropped_.back();
+    checkpoints_open_ -= reference_dropped_.back() ? 1 : 0;
+    reference_dropped_.pop_back();
+    open_.pop_back();
+  } else if (s.op == Op::Save) {
+    if (s.name >= saved_.size()) saved_.resize(s.name + 1u, false);
+    saved_[s.name] = true;
+  } else if (s.op == Op::Linear) {
+    modules_used_ = std::max(modules_used_, s.name + 1);
+  }
+  recompute_specific_ = recompute_specific_ || s.op == Op::RaiseRecompute || s.op == Op::RecomputeUncaptured;
+
+  program_.interpreter->feed(s);
+  if (!reference_skips) reference_.interpreter->feed(s);
+  if (s.op == Op::Step) return finish_step(false);
+  Verdict verdict;
+  verdict.merge(program_.checker->take_current());
+  reference_.checker->take_current();  // the reference's own verdicts do not count
+  return verdict;
+}
+
+Verdict ModelState::end_here() const {
+  ModelState copy(*this);
+  return copy.finish_step(true);
+}
+
+// After `step` (or at the end of the file): the step's own verdict, then I8 against the
+// reference's same step.
+Verdict ModelState::finish_step(bool end_of_file) {
+  if (end_of_file) {
+    program_.interpreter->end_of_file();
+    reference_.interpreter->end_of_file();
+  }
+  Verdict verdict;
+  const std::vector<spec::StepResult> steps = program_.interpreter->take_steps();
+  const std::vector<spec::StepResult> reference_steps = reference_.interpreter->take_steps();
+  const std::vector<StepVerdict> verdicts = program_.checker->take_verdicts();
+  const std::vector<StepVerdict> reference_verdicts = reference_.checker->take_verdicts();
+  for (const StepVerdict& v : verdicts) verdict.merge(v);
+  verdict.merge(program_.checker->take_current());
+  reference_.checker->take_current();
+  if (reference_comparable_ && !steps.empty() && !reference_steps.empty()) {
+    const TransparencyJudgement judgement =
+        judge_transparency(steps.back(), verdicts.back().numerics, reference_steps.back(),
+                           reference_verdicts.back().numerics, recompute_specific_);
+    if (!judgement.violation.empty()) verdict.add(spec::Invariant::I8, judgement.violation);
+    reference_comparable_ = judgement.later_steps_comparable;
+  }
+  return verdict;
+}
+
+std::string ModelState::encode() const {
+  std::string out;
+  program_.interpreter->encode(out);
+  program_.checker->encode(out);
+  reference_.interpreter->encode(out);
+  reference_.checker->encode(out);
+  using statemachine::put;
+  put(out, recompute_specific_ | (reference_comparable_ << 1), 1);
+  put(out, open_.size(), 2);
+  for (std::size_t i = 0; i < open_.size(); ++i) {
+    put(out, static_cast<std::uint64_t>(open_[i]) | (reference_dropped_[i] << 7), 1);
+  }
+  put(out, saved_.size(), 2);
+  for (bool b : saved_) put(out, b, 1);
+  put(out, static_cast<std::uint32_t>(modules_used_), 2);
+  return out;
+}
+
+}  // namespace fp8sm::explorer

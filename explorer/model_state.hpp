@@ -1,0 +1,70 @@
+// One state of the exhaustive search: a program prefix executed on the model, together with
+// the same prefix without its checkpoints (the reference of I8), and what the static rules of
+// the language need to know (open blocks, tapes saved).
+//
+// A state is only ever observed between two statements. Copying one copies both runs (and
+// rebinds their observers), so a prefix is executed once and each extension costs one
+// statement.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "explorer/invariant_checker.hpp"
+#include "spec/scenario.hpp"
+#include "spec/semantics.hpp"
+#include "statemachine/interpreter.hpp"
+
+namespace fp8sm::explorer {
+
+// The violations one transition caused, with a reason for each.
+struct Verdict {
+  spec::InvariantSet violations;
+  std::map<spec::Invariant, std::string> reasons;
+  void merge(const StepVerdict& step);
+  void add(spec::Invariant invariant, const std::string& reason);
+};
+
+class ModelState {
+ public:
+  explicit ModelState(spec::Semantics semantics);
+  ModelState(const ModelState& other);
+  ModelState& operator=(const ModelState&) = delete;
+
+  // Executes one statement on both runs; the caller keeps to the language's static rules
+  // (see Alphabet). Returns what it violated.
+  Verdict apply(const spec::Statement& statement);
+  // What ending the program here (end of file) would violate; the state is unchanged.
+  Verdict end_here() const;
+
+  // Static facts for the alphabet.
+  const std::vector<spec::Op>& open_blocks() const { return open_; }
+  bool inside_checkpoint() const { return checkpoints_open_ > 0; }
+  bool tape_saved(std::uint16_t tape) const { return tape < saved_.size() && saved_[tape]; }
+  int modules_used() const { return modules_used_; }
+
+  // Everything the future depends on, packed: equal encodings mean equal futures.
+  std::string encode() const;
+
+ private:
+  struct Run {
+    std::unique_ptr<InvariantChecker> checker;
+    std::unique_ptr<statemachine::Interpreter> interpreter;
+  };
+  static Run fresh_run(spec::Semantics semantics);
+  static Run copy_run(const Run& run);
+  Verdict finish_step(bool end_of_file);
+
+  Run program_;
+  Run reference_;
+  bool recompute_specific_ = false;  // raise recompute / recompute_uncaptured seen
+  bool reference_comparable_ = true;
+  std::vector<bool> reference_dropped_;  // per open block: a checkpoint the reference skips
+  std::vector<spec::Op> open_;
+  int checkpoints_open_ = 0;
+  std::vector<bool> saved_;  // per tape: some `save` of it appears in the prefix
+  int modules_used_ = 0;     // module names are used in order L0, L1, ... (first use)
+};
+
+}  // namespace fp8sm::explorer

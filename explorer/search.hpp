@@ -1,0 +1,68 @@
+// The exhaustive search: every well-formed program of up to `depth` statements, breadth first,
+// each state executed once (a successor costs one statement) and stored once (a 64-bit
+// fingerprint of its encoding in the seen-set), so the first counterexample found for an
+// invariant is a shortest one.
+//
+// Depth counts statements; a block counts as one plus its body, and closing it is free.
+// Violations belong to transitions (a statement executed on a state) and to program ends
+// (end of file at top level); both depend on the state alone, which is what makes storing each
+// state once sound.
+//
+// Determinism: states are numbered in discovery order; a layer is expanded in that order
+// (in parallel, in rounds) and merged in that order, so results do not depend on --threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "explorer/alphabet.hpp"
+#include "spec/invariants.hpp"
+#include "spec/scenario.hpp"
+#include "spec/semantics.hpp"
+
+namespace fp8sm::explorer {
+
+struct SearchOptions {
+  int depth = 4;
+  spec::Semantics semantics = spec::Semantics::Upstream;
+  AlphabetOptions alphabet;
+  spec::InvariantSet checks;  // empty: all
+  int threads = 1;
+  std::uint64_t max_states = 0;  // 0: no limit; else stop cleanly past this many distinct states
+};
+
+struct Counterexample {
+  spec::Invariant invariant = spec::Invariant::I1;
+  spec::Program program;  // well formed: open blocks closed
+  int length = 0;         // statements, closing braces not counted
+  std::string reason;
+};
+
+struct LayerStats {
+  int depth = 0;
+  std::uint64_t frontier = 0;     // states first reached with `depth` statements (closes are free)
+  std::uint64_t distinct = 0;     // states stored, of depth <= `depth`
+  std::uint64_t transitions = 0;  // statements executed to reach this layer, closes included
+};
+
+struct SearchResult {
+  std::vector<Counterexample> counterexamples;               // by invariant
+  std::map<spec::Invariant, std::uint64_t> violating_states;  // distinct states reached by a violating step or ending in one
+  std::vector<LayerStats> layers;
+  std::uint64_t distinct = 0;
+  std::uint64_t transitions = 0;
+  bool complete = true;  // false: stopped by max_states
+  int depth_completed = 0;
+  double seconds = 0;
+  std::uint64_t peak_memory_bytes = 0;
+  double collision_probability = 0;  // of the 64-bit fingerprints, for `distinct` states
+};
+
+using ProgressCallback = std::function<void(const LayerStats&, double seconds)>;
+
+SearchResult search(const SearchOptions& options, const ProgressCallback& progress = {});
+
+}  // namespace fp8sm::explorer
