@@ -16,11 +16,7 @@ ModelException user_exception(const char* statement) {
   return ModelException{RaisedException{"UserError", std::string("raised by '") + statement + "'"}};
 }
 
-// What torch raises for a backward it cannot run.
-ModelException nothing_to_backpropagate() {
-  return ModelException{RaisedException{
-      "RuntimeError", "element 0 of tensors does not require grad and does not have a grad_fn"}};
-}
+// What torch raises for a backward through a graph it already freed.
 ModelException graph_already_freed() {
   return ModelException{RaisedException{
       "RuntimeError",
@@ -349,6 +345,10 @@ void Interpreter::unwind(const ModelException& e) {
   if (replay_depth_ > 0) throw e;
   current_.raised.push_back(e.raised);
   observer_->exception_escaped(e.raised);
+  // The step's backward is skipped: what the step recorded (and did not save) is never
+  // backpropagated, as if a `try` around the whole step had caught the exception.
+  for (const Node& node : step_graph_.nodes) observer_->node_discarded(node.id);
+  step_graph_.nodes.clear();
   skip_ = Skip{true, true, 0};
 }
 
@@ -410,8 +410,10 @@ void Interpreter::run_backward(const Statement& s) {
     if (s.name >= tapes_.size()) tapes_.resize(s.name + 1u);
     graph = &tapes_[s.name];
   }
+  // An empty graph makes an empty pass: the language's backward runs over what was recorded,
+  // and the chain's input is taken to require grad (as in TE's tests), so torch would not
+  // refuse it either.
   if (graph->freed) throw graph_already_freed();
-  if (graph->nodes.empty()) throw nothing_to_backpropagate();
   // The nodes are copied: a recompute may record into other graphs while we walk this one.
   const std::vector<Node> nodes = graph->nodes;
   if (!s.retain) {
@@ -485,11 +487,12 @@ void Interpreter::recompute(CaptureId capture, bool fp8, const Body& body, Graph
 // §3.5 NR_RECOMPUTE, at most once per frame; an enclosing frame recomputes first. Its graph
 // is never backpropagated.
 void Interpreter::recompute_frame(int index) {
-  NonReentrantFrame& frame = frames_[static_cast<std::size_t>(index)];
-  if (frame.recomputed) return;
-  if (frame.parent >= 0) recompute_frame(frame.parent);
-  frame.recomputed = true;
-  const NonReentrantFrame copy = frame;  // replaying may add frames and move this one
+  // By index, never by reference: a recompute (the parent's, this one's) may add frames.
+  const auto at = static_cast<std::size_t>(index);
+  if (frames_[at].recomputed) return;
+  if (frames_[at].parent >= 0) recompute_frame(frames_[at].parent);
+  frames_[at].recomputed = true;
+  const NonReentrantFrame copy = frames_[at];
   Graph discarded;
   discarded.generation = next_generation_++;
   discarded.live = false;
