@@ -1,0 +1,174 @@
+// The exhaustive search against independent enumerations, across thread counts, and its
+// counterexamples against `explorer run`'s path (run_scenario), which shares no search code.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "explorer/alphabet.hpp"
+#include "explorer/model_state.hpp"
+#include "explorer/scenario_run.hpp"
+#include "explorer/search.hpp"
+#include "explorer/search_report.hpp"
+#include "spec/scenario_parser.hpp"
+
+namespace fp8sm {
+namespace {
+
+using explorer::AlphabetOptions;
+using explorer::ModelState;
+using explorer::SearchOptions;
+using spec::Semantics;
+using spec::Statement;
+
+SearchOptions options(Semantics s, int depth, int threads = 1, bool symmetry = true) {
+  SearchOptions o;
+  o.semantics = s;
+  o.depth = depth;
+  o.threads = threads;
+  o.alphabet.symmetry = symmetry;
+  return o;
+}
+
+// Every state reachable with up to `depth` statements (closes free), by depth-first
+// enumeration without any de-duplication, keyed by the exact encoding.
+void enumerate(const ModelState& state, int budget, const AlphabetOptions& alphabet, std::set<std::string>& states) {
+  states.insert(state.encode());
+  if (!state.open_blocks().empty()) {
+    ModelState closed(state);
+    closed.apply(explorer::close_statement());
+    enumerate(closed, budget, alphabet, states);
+  }
+  if (budget == 0) return;
+  std::vector<Statement> next;
+  explorer::next_statements(state, alphabet, next);
+  for (const Statement& s : next) {
+    ModelState child(state);
+    child.apply(s);
+    enumerate(child, budget - 1, alphabet, states);
+  }
+}
+
+TEST(Search, DistinctStatesEqualAnEnumerationWithoutDeduplication) {
+  for (Semantics s : spec::kAllSemantics) {
+    for (int depth = 0; depth <= 3; ++depth) {
+      std::set<std::string> states;
+      enumerate(ModelState(s), depth, AlphabetOptions{}, states);
+      const auto result = explorer::search(options(s, depth));
+      EXPECT_EQ(result.distinct, states.size()) << spec::name(s) << " depth " << depth;
+      EXPECT_TRUE(result.complete);
+    }
+  }
+}
+
+// Every well-formed program of up to `depth` statements, run from scratch by run_scenario:
+// the union of what they violate, and the length of the shortest violating program.
+void violations_of_all_programs(Semantics s, std::vector<Statement>& program, int open, int budget,
+                                std::map<spec::Invariant, int>& shortest) {
+  if (open == 0) {
+    const auto report = explorer::run_scenario(explorer::program_of(program, AlphabetOptions{}), s);
+    int length = 0;
+    for (const Statement& st : program) length += st.op != spec::Op::Close;
+    for (const auto& step : report.steps) {
+      for (spec::Invariant i : spec::kAllInvariants) {
+        if (!step.violations.contains(i)) continue;
+        auto it = shortest.find(i);
+        if (it == shortest.end() || it->second > length) shortest[i] = length;
+      }
+    }
+  }
+  // Statements are generated the way the search generates them, from a state of the prefix.
+  ModelState state(s);
+  for (const Statement& st : program) state.apply(st);
+  if (open > 0) {
+    program.push_back(explorer::close_statement());
+    violations_of_all_programs(s, program, open - 1, budget, shortest);
+    program.pop_back();
+  }
+  if (budget == 0) return;
+  std::vector<Statement> next;
+  explorer::next_statements(state, AlphabetOptions{}, next);
+  for (const Statement& st : next) {
+    program.push_back(st);
+    violations_of_all_programs(s, program, open + (spec::opens_block(st.op) ? 1 : 0), budget - 1, shortest);
+    program.pop_back();
+  }
+}
+
+TEST(Search, VerdictsAndShortestLengthsEqualRunningEveryProgram) {
+  for (Semantics s : spec::kAllSemantics) {
+    std::map<spec::Invariant, int> shortest;
+    std::vector<Statement> program;
+    violations_of_all_programs(s, program, 0, 3, shortest);
+    const auto result = explorer::search(options(s, 3));
+    std::map<spec::Invariant, int> found;
+    for (const auto& c : result.counterexamples) found[c.invariant] = c.length;
+    EXPECT_EQ(found, shortest) << spec::name(s);
+  }
+}
+
+TEST(Search, EveryCounterexampleReplaysToTheSameVerdict) {
+  for (Semantics s : spec::kAllSemantics) {
+    const auto result = explorer::search(options(s, 4));
+    ASSERT_FALSE(result.counterexamples.empty());
+    for (const auto& c : result.counterexamples) {
+      const std::string text = spec::print_scenario(c.program);
+      const auto report = explorer::run_scenario(spec::parse_scenario(text), s);
+      bool violated = false;
+      for (const auto& step : report.steps) violated = violated || step.violations.contains(c.invariant);
+      EXPECT_TRUE(violated) << spec::id(c.invariant) << " under " << spec::name(s) << ":\n" << text;
+    }
+  }
+}
+
+std::string without_totals(const SearchOptions& o, const explorer::SearchResult& r) {
+  std::ostringstream text;
+  explorer::print_search_text(text, o, r);
+  std::string out = text.str();
+  return out.substr(0, out.find("total:"));
+}
+
+TEST(Search, SameOutputWhateverTheThreadCount) {
+  for (Semantics s : spec::kAllSemantics) {
+    const SearchOptions one = options(s, 4, 1);
+    const std::string expected = without_totals(one, explorer::search(one));
+    for (int threads : {2, 3, 8}) {
+      const SearchOptions many = options(s, 4, threads);
+      EXPECT_EQ(without_totals(many, explorer::search(many)), expected) << threads << " threads";
+    }
+  }
+}
+
+// Renaming modules by first use keeps every verdict and every shortest length.
+TEST(Search, SymmetryReductionKeepsVerdicts) {
+  for (Semantics s : spec::kAllSemantics) {
+    const auto reduced = explorer::search(options(s, 4, 2, true));
+    const auto full = explorer::search(options(s, 4, 2, false));
+    EXPECT_LT(reduced.distinct, full.distinct);
+    ASSERT_EQ(reduced.counterexamples.size(), full.counterexamples.size());
+    for (std::size_t i = 0; i < full.counterexamples.size(); ++i) {
+      EXPECT_EQ(reduced.counterexamples[i].invariant, full.counterexamples[i].invariant);
+      EXPECT_EQ(reduced.counterexamples[i].length, full.counterexamples[i].length);
+    }
+  }
+}
+
+TEST(Search, StateBudgetStopsWithAPartialReport) {
+  SearchOptions o = options(Semantics::Upstream, 6);
+  o.max_states = 2000;
+  const auto result = explorer::search(o);
+  EXPECT_FALSE(result.complete);
+  EXPECT_LT(result.distinct, 2000u + 64u * 40u);  // the round in progress finishes merging
+}
+
+TEST(Search, CheckSelectsInvariants) {
+  SearchOptions o = options(Semantics::Upstream, 3);
+  o.checks.add(spec::Invariant::I1);
+  const auto result = explorer::search(o);
+  ASSERT_EQ(result.counterexamples.size(), 1u);
+  EXPECT_EQ(result.counterexamples[0].invariant, spec::Invariant::I1);
+}
+
+}  // namespace
+}  // namespace fp8sm
