@@ -197,8 +197,10 @@ void InvariantChecker::event_fired(const spec::AnyEvent& event,
 void InvariantChecker::autocast_exit_begin(bool user) {
   in_exit_ = true;
   exit_updates_ = 0;
+  // Grad as the program sets it: a reentrant checkpoint's no-grad forward is the checkpoint's
+  // business, and the same program without the checkpoint would update here.
   exit_expects_update_ = user && machine_->autocast_depth() == 1 && machine_->fp8_enabled() &&
-                         machine_->grad_enabled();
+                         machine_->data().user_grad;
 }
 
 void InvariantChecker::autocast_exit_end() {

@@ -20,8 +20,10 @@ struct AutocastEnter {
 struct AutocastExit {};
 
 // torch grad mode: no_grad / enable_grad, autograd Function.forward, the backward engine.
+// `internal`: pushed by a checkpoint or the backward engine, not by the program itself.
 struct GradPush {
   bool enabled = true;
+  bool internal = false;
 };
 struct GradPop {};
 
@@ -52,15 +54,25 @@ struct ModuleClaim {
 struct ModuleEndForward {
   ModuleId module = 0;
 };
-// §3.3 module backward; `owner` is the flag saved on the autograd node at its claim.
+// §3.3 module backward; `owner` is the flag saved on the autograd node at its claim, `fp8`
+// whether the module's meta is FP8 (its gradient casts are FP8 casts).
 struct ModuleBackward {
   ModuleId module = 0;
   bool owner = false;
+  bool fp8 = false;
+};
+
+// A backward pass begins / ends (`completed`: false when an exception left it). Only fp8sm
+// acts on them: it makes the backward update at the end of the pass.
+struct BackwardPassBegin {};
+struct BackwardPassEnd {
+  bool completed = true;
 };
 
 // Any one event, for observers that watch them all.
 using AnyEvent = std::variant<AutocastEnter, AutocastExit, GradPush, GradPop, CheckpointForwardEnter,
                               CheckpointForwardExit, RecomputeEnter, RecomputeExit, ModulePrepare,
-                              ModuleClaim, ModuleEndForward, ModuleBackward>;
+                              ModuleClaim, ModuleEndForward, ModuleBackward, BackwardPassBegin,
+                              BackwardPassEnd>;
 
 }  // namespace fp8sm::spec

@@ -6,6 +6,7 @@ std::string_view name(Semantics semantics) {
   switch (semantics) {
     case Semantics::Upstream: return "upstream";
     case Semantics::Pr3213: return "pr3213";
+    case Semantics::Fp8sm: return "fp8sm";
   }
   return "?";
 }

@@ -10,10 +10,11 @@ namespace fp8sm::spec {
 enum class Semantics : unsigned char {
   Upstream,  // TransformerEngine main (spec "UPSTREAM", legacy)
   Pr3213,    // the fix under review, PR #3213 at its final head (spec "FIXED")
+  Fp8sm,     // ours: the semantics the explorer proves (docs/semantics.md)
 };
 
-inline constexpr std::array<Semantics, 2> kAllSemantics = {Semantics::Upstream,
-                                                          Semantics::Pr3213};
+inline constexpr std::array<Semantics, 3> kAllSemantics = {Semantics::Upstream, Semantics::Pr3213,
+                                                          Semantics::Fp8sm};
 
 std::string_view name(Semantics semantics);
 std::optional<Semantics> parse_semantics(std::string_view text);

@@ -88,6 +88,12 @@ FP8SM_ACTION(LeaveRecomputeFrame, data.ownership_frames.pop_back())
 FP8SM_ACTION(ClaimOwnership, hooks.claimed(event.module, true))
 FP8SM_ACTION(DeclineOwnership, hooks.claimed(event.module, false))
 FP8SM_ACTION(BackwardUpdate, hooks.backward_update())
+FP8SM_ACTION(CountFp8Backward, ++data.fp8_backwards_in_pass)
+FP8SM_ACTION(ForgetPassBackwards, data.fp8_backwards_in_pass = 0)
+FP8SM_ACTION(UpdateBackwardAtPassEnd, {
+  data.fp8_backwards_in_pass = 0;
+  hooks.backward_update();
+})
 FP8SM_RAISE(RaiseEmptyFifo, "IndexError", "pop from empty list")
 FP8SM_RAISE(RaiseNotCaptured, "RuntimeError",
             "FP8 recompute state was not captured during a completed original forward")
@@ -134,8 +140,15 @@ FP8SM_ACTION(PopAutocastAndUpdateForward, {
 })
 
 // --- grad region --------------------------------------------------------------------------
-FP8SM_ACTION(PushGrad, data.grad_before.push_back(std::is_same_v<Source, states::GradEnabled>))
-FP8SM_ACTION(PopGrad, data.grad_before.pop_back())
+FP8SM_ACTION(PushGrad, {
+  data.grad_frames.push_back(
+      MachineData::GradFrame{std::is_same_v<Source, states::GradEnabled>, data.user_grad});
+  if (!event.internal) data.user_grad = event.enabled;
+})
+FP8SM_ACTION(PopGrad, {
+  data.user_grad = data.grad_frames.back().user_grad_before;
+  data.grad_frames.pop_back();
+})
 
 #undef FP8SM_RAISE
 #undef FP8SM_ACTION

@@ -42,6 +42,8 @@ using spec::Semantics;
 // Which semantics the machine runs.
 FP8SM_GUARD(Upstream, fsm.data.semantics == Semantics::Upstream)
 FP8SM_GUARD(Pr3213, fsm.data.semantics == Semantics::Pr3213)
+FP8SM_GUARD(Fp8sm, fsm.data.semantics == Semantics::Fp8sm)
+FP8SM_GUARD(Pr3213OrFp8sm, fsm.data.semantics != Semantics::Upstream)  // rows fp8sm keeps from pr3213
 
 // Other regions (none of them is changed by the events whose rows read them, or comes later).
 FP8SM_GUARD(InFp8Autocast, (region_is<states::Fp8Autocast, kAutocastRegion>(fsm)))
@@ -61,7 +63,8 @@ FP8SM_GUARD(RestoresNonFp8, fsm.data.autocasts.back().mode_before == AutocastMod
 
 // Grad mode.
 FP8SM_GUARD(EnablesGrad, event.enabled)
-FP8SM_GUARD(GradBeforeWasOn, fsm.data.grad_before.back())
+FP8SM_GUARD(GradBeforeWasOn, fsm.data.grad_frames.back().grad_before)
+FP8SM_GUARD(UserGradIsOn, fsm.data.user_grad)
 
 // Checkpoint frames.
 FP8SM_GUARD(Reserves, event.reserve)
@@ -84,6 +87,11 @@ FP8SM_GUARD(ModuleHasStashPos, fsm.data.module_flags(event.module).has_stash_pos
 FP8SM_GUARD(ModuleStashEmpty, fsm.data.module_flags(event.module).stash_depth == 0)
 FP8SM_GUARD(ModuleHasSavedMeta, fsm.data.module_flags(event.module).has_saved_for_restore)
 FP8SM_GUARD(NodeIsOwner, event.owner)
+FP8SM_GUARD(NodeIsFp8, event.fp8)
+
+// Backward passes (fp8sm).
+FP8SM_GUARD(PassCompleted, event.completed)
+FP8SM_GUARD(PassRanFp8Backward, fsm.data.fp8_backwards_in_pass > 0)
 
 #undef FP8SM_GUARD
 

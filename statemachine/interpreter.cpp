@@ -250,7 +250,7 @@ void Interpreter::open_scope(const Statement& s) {
       // §3.5 CKR_FWD: the autograd Function's forward runs with grad off.
       scope.grad_at_call = machine_.grad_enabled();
       scope.capture = next_capture_++;
-      fire(spec::GradPush{false});
+      fire(spec::GradPush{false, true});
       fire(spec::CheckpointForwardEnter{scope.capture, true});
       observer_->checkpoint_forward_begin(scope.capture);
       break;
@@ -424,15 +424,18 @@ void Interpreter::run_backward(const Statement& s) {
     }
   }
   observer_->backward_pass_begin();
-  fire(spec::GradPush{false});  // the engine runs backward functions with grad off
+  fire(spec::BackwardPassBegin{});
+  fire(spec::GradPush{false, true});  // the engine runs backward functions with grad off
   try {
     backpropagate(nodes);
   } catch (const ModelException&) {
     fire(spec::GradPop{});
+    fire(spec::BackwardPassEnd{false});
     observer_->backward_pass_end(false);
     throw;
   }
   fire(spec::GradPop{});
+  fire(spec::BackwardPassEnd{true});
   observer_->backward_pass_end(true);
 }
 
@@ -444,7 +447,7 @@ void Interpreter::backpropagate(const std::vector<Node>& nodes) {
     if (node.frame >= 0) recompute_frame(node.frame);  // first unpack of the frame's tensors
     if (node.kind == Node::Kind::Module) {
       observer_->module_backward(node.module, node.fp8);
-      fire(spec::ModuleBackward{node.module, node.owner});
+      fire(spec::ModuleBackward{node.module, node.owner, node.fp8});
     } else {
       Graph sub_tape;
       sub_tape.generation = next_generation_++;
@@ -460,7 +463,7 @@ void Interpreter::backpropagate(const std::vector<Node>& nodes) {
 // body; AC_EXIT; ARF_EXIT; GRAD pop. The exits run also when the body raises; a failed
 // ARF_ENTER has nothing to exit but the grad mode.
 void Interpreter::recompute(CaptureId capture, bool fp8, const Body& body, Graph& graph) {
-  fire(spec::GradPush{true});
+  fire(spec::GradPush{true, true});
   try {
     fire(spec::RecomputeEnter{capture});
   } catch (const ModelException&) {

@@ -89,6 +89,8 @@ template std::optional<spec::RaisedException> Machine::fire(const spec::ModulePr
 template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleClaim&);
 template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleEndForward&);
 template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleBackward&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::BackwardPassBegin&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::BackwardPassEnd&);
 
 void Machine::set_hooks(Hooks* hooks) { impl_->fsm.hooks_ = hooks != nullptr ? hooks : &silent_hooks(); }
 
@@ -149,8 +151,10 @@ std::string Machine::snapshot() const {
   for (auto p : d.checkpoint_frames) put(out, static_cast<std::uint64_t>(p), 1);
   put(out, d.autocasts.size(), 2);
   for (const auto& a : d.autocasts) put(out, static_cast<std::uint64_t>(a.mode_before) * 2u + a.recompute_internal, 1);
-  put(out, d.grad_before.size(), 2);
-  for (bool b : d.grad_before) put(out, b, 1);
+  put(out, d.grad_frames.size(), 2);
+  for (const auto& g : d.grad_frames) put(out, g.grad_before | (g.user_grad_before << 1), 1);
+  put(out, d.user_grad, 1);
+  put(out, d.fp8_backwards_in_pass, 2);
   put(out, d.modules.size(), 2);
   for (const auto& m : d.modules) {
     put(out, m.fp8 | (m.registered << 1) | (m.has_stash_pos << 2) | (m.has_saved_for_restore << 3), 1);

@@ -70,8 +70,17 @@ struct MachineData {
   // Autocast region: one frame per open autocast; depth is its size.
   std::vector<AutocastFrame> autocasts;
 
-  // Grad region: the grad mode before each push.
-  std::vector<bool> grad_before;
+  // Grad region: the grad mode before each push, and the program's own grad mode (its no_grad
+  // blocks, not a checkpoint's or the backward engine's pushes).
+  struct GradFrame {
+    bool grad_before = true;
+    bool user_grad_before = true;
+  };
+  std::vector<GradFrame> grad_frames;
+  bool user_grad = true;
+
+  // fp8sm: FP8 module backwards run by the backward pass in progress.
+  std::uint16_t fp8_backwards_in_pass = 0;
 
   std::vector<ModuleFlags> modules;  // index = ModuleId, grown on first use
 

@@ -9,7 +9,8 @@
 // as they were before the event. Ownership comes first because its autocast-entry row asks
 // "depth 0?" before the autocast region pushes, as TE resets the bit before depth += 1.
 //
-// Semantics differ only in guards (Upstream / Pr3213). Rows an event does not need in one
+// Semantics differ only in guards (Upstream / Pr3213 / Fp8sm; Pr3213OrFp8sm for the rows fp8sm
+// keeps from pr3213). Rows an event does not need in one
 // semantics are simply absent for it: an event no region handles is a no-op.
 //
 // Guards of rows that share a source state and an event are mutually exclusive, so the order
@@ -77,11 +78,15 @@ using Seq = msmf::ActionSequence_<mpl::vector<Actions...>>;
 using ReArmsOnEntry = And_<AtDepthZero, Or_<Upstream, Not_<OpenedByRecompute>>>;
 using ClaimApplies = And_<GradIsOn, ModuleIsFp8>;
 using ReArmsOnClaim = And_<Upstream, RecomputePhase>;
-using Pr3213Reserves = And_<Pr3213, And_<Reserves, InFp8Autocast>>;
-using FailedForward = And_<Pr3213, Exceptional>;
+using Pr3213Reserves = And_<Pr3213OrFp8sm, And_<Reserves, InFp8Autocast>>;
+using FailedForward = And_<Pr3213OrFp8sm, Exceptional>;
 using EntersRecompute = Or_<Upstream, CaptureComplete>;
-using UpdatesForwardOnExit =
-    And_<RestoresNoAutocast, And_<GradIsOn, Or_<Upstream, Not_<ExitingRecomputeAutocast>>>>;
+// §3.1: upstream and pr3213 read torch's grad mode; fp8sm the program's own, so that a
+// reentrant checkpoint's no-grad forward does not hide the update of an autocast inside it.
+using UpdatesForwardOnExit = And_<
+    RestoresNoAutocast,
+    Or_<And_<Upstream, GradIsOn>,
+        And_<Not_<ExitingRecomputeAutocast>, Or_<And_<Pr3213, GradIsOn>, And_<Fp8sm, UserGradIsOn>>>>>;
 
 // clang-format off
 // ===== Region 0: ownership (F) ==========================================================
@@ -101,25 +106,35 @@ R<OwnershipConsumed , AutocastExit           , none               , ForgetBitAtA
 // ----------------------------------------------------------------------------------------
 // §3.2 CLAIM (grad on, module in FP8): owner := F; F := false.
 //      Upstream re-arms F during a recompute, so every recomputed module owns.
+//      fp8sm consumes F the same way but no node owns: the pass makes the update (below).
 R<OwnershipAvailable, ModuleClaim            , none               , ClaimOwnership              , And_<ClaimApplies, ReArmsOnClaim>               >,
-R<OwnershipAvailable, ModuleClaim            , OwnershipConsumed  , ClaimOwnership              , And_<ClaimApplies, Not_<ReArmsOnClaim>>         >,
+R<OwnershipAvailable, ModuleClaim            , OwnershipConsumed  , ClaimOwnership              , And_<ClaimApplies, And_<Not_<ReArmsOnClaim>, Not_<Fp8sm>>> >,
+R<OwnershipAvailable, ModuleClaim            , OwnershipConsumed  , DeclineOwnership            , And_<ClaimApplies, Fp8sm>                       >,
 R<OwnershipConsumed , ModuleClaim            , none               , DeclineOwnership            , ClaimApplies                                    >,
 // ----------------------------------------------------------------------------------------
-// §3.3 MB: the owner's backward makes the backward update
-R<OwnershipAvailable, ModuleBackward         , none               , BackwardUpdate              , NodeIsOwner                                     >,
-R<OwnershipConsumed , ModuleBackward         , none               , BackwardUpdate              , NodeIsOwner                                     >,
+// §3.3 MB: the owner's backward makes the backward update (upstream, pr3213)
+R<OwnershipAvailable, ModuleBackward         , none               , BackwardUpdate              , And_<NodeIsOwner, Not_<Fp8sm>>                  >,
+R<OwnershipConsumed , ModuleBackward         , none               , BackwardUpdate              , And_<NodeIsOwner, Not_<Fp8sm>>                  >,
+// fp8sm: the backward update belongs to the pass: one, when a pass that ran an FP8 module
+//      backward completes (after its last module backward, whatever the graph's shape)
+R<OwnershipAvailable, ModuleBackward         , none               , CountFp8Backward            , And_<Fp8sm, NodeIsFp8>                          >,
+R<OwnershipConsumed , ModuleBackward         , none               , CountFp8Backward            , And_<Fp8sm, NodeIsFp8>                          >,
+R<OwnershipAvailable, BackwardPassBegin      , none               , ForgetPassBackwards         , Fp8sm                                           >,
+R<OwnershipConsumed , BackwardPassBegin      , none               , ForgetPassBackwards         , Fp8sm                                           >,
+R<OwnershipAvailable, BackwardPassEnd        , none               , UpdateBackwardAtPassEnd     , And_<Fp8sm, And_<PassCompleted, PassRanFp8Backward>> >,
+R<OwnershipConsumed , BackwardPassEnd        , none               , UpdateBackwardAtPassEnd     , And_<Fp8sm, And_<PassCompleted, PassRanFp8Backward>> >,
 // ----------------------------------------------------------------------------------------
 // §3.4 ARF_ENTER(fwd), upstream: FIFO.push_back(F)
 R<OwnershipAvailable, CheckpointForwardEnter , none               , PushBitOntoFifo             , Upstream                                        >,
 R<OwnershipConsumed , CheckpointForwardEnter , none               , PushBitOntoFifo             , Upstream                                        >,
 // §3.4 ARF_ENTER(fwd), pr3213: C.bit := F; a reentrant forward in FP8 reserves the bit
 R<OwnershipAvailable, CheckpointForwardEnter , OwnershipConsumed  , CaptureBitInFrame           , Pr3213Reserves                                  >,
-R<OwnershipAvailable, CheckpointForwardEnter , none               , CaptureBitInFrame           , And_<Pr3213, Not_<Pr3213Reserves>>              >,
-R<OwnershipConsumed , CheckpointForwardEnter , none               , CaptureBitInFrame           , Pr3213                                          >,
+R<OwnershipAvailable, CheckpointForwardEnter , none               , CaptureBitInFrame           , And_<Pr3213OrFp8sm, Not_<Pr3213Reserves>>              >,
+R<OwnershipConsumed , CheckpointForwardEnter , none               , CaptureBitInFrame           , Pr3213OrFp8sm                                          >,
 // ----------------------------------------------------------------------------------------
 // §3.4 ARF_EXIT(fwd), pr3213: a completed forward validates C
-R<OwnershipAvailable, CheckpointForwardExit  , none               , CompleteCapture             , And_<Pr3213, Not_<Exceptional>>                 >,
-R<OwnershipConsumed , CheckpointForwardExit  , none               , CompleteCapture             , And_<Pr3213, Not_<Exceptional>>                 >,
+R<OwnershipAvailable, CheckpointForwardExit  , none               , CompleteCapture             , And_<Pr3213OrFp8sm, Not_<Exceptional>>                 >,
+R<OwnershipConsumed , CheckpointForwardExit  , none               , CompleteCapture             , And_<Pr3213OrFp8sm, Not_<Exceptional>>                 >,
 // forward exception (pr3213): F := prev.F, C invalid (upstream: F untouched, no row)
 R<OwnershipAvailable, CheckpointForwardExit  , OwnershipConsumed  , InvalidateCapture           , And_<FailedForward, Not_<BitBeforeFrame>>       >,
 R<OwnershipAvailable, CheckpointForwardExit  , none               , InvalidateCapture           , And_<FailedForward, BitBeforeFrame>             >,
@@ -137,19 +152,19 @@ R<OwnershipConsumed , RecomputeEnter         , OwnershipAvailable , InstallFifoF
 R<OwnershipConsumed , RecomputeEnter         , none               , InstallFifoFront            , And_<Upstream, And_<Not_<FifoEmpty>, Not_<FifoFrontBit>>> >,
 // §3.4 ARF_ENTER(rc), pr3213: recompute-entry failure when C is unset or incomplete raises
 //      RuntimeError and changes nothing; otherwise prev.F saved, F := C.bit
-R<OwnershipAvailable, RecomputeEnter         , none               , RaiseNotCaptured            , And_<Pr3213, Not_<CaptureComplete>>             >,
-R<OwnershipConsumed , RecomputeEnter         , none               , RaiseNotCaptured            , And_<Pr3213, Not_<CaptureComplete>>             >,
-R<OwnershipAvailable, RecomputeEnter         , none               , InstallCapturedBit          , And_<Pr3213, And_<CaptureComplete, CapturedBit>>       >,
-R<OwnershipAvailable, RecomputeEnter         , OwnershipConsumed  , InstallCapturedBit          , And_<Pr3213, And_<CaptureComplete, Not_<CapturedBit>>> >,
-R<OwnershipConsumed , RecomputeEnter         , OwnershipAvailable , InstallCapturedBit          , And_<Pr3213, And_<CaptureComplete, CapturedBit>>       >,
-R<OwnershipConsumed , RecomputeEnter         , none               , InstallCapturedBit          , And_<Pr3213, And_<CaptureComplete, Not_<CapturedBit>>> >,
+R<OwnershipAvailable, RecomputeEnter         , none               , RaiseNotCaptured            , And_<Pr3213OrFp8sm, Not_<CaptureComplete>>             >,
+R<OwnershipConsumed , RecomputeEnter         , none               , RaiseNotCaptured            , And_<Pr3213OrFp8sm, Not_<CaptureComplete>>             >,
+R<OwnershipAvailable, RecomputeEnter         , none               , InstallCapturedBit          , And_<Pr3213OrFp8sm, And_<CaptureComplete, CapturedBit>>       >,
+R<OwnershipAvailable, RecomputeEnter         , OwnershipConsumed  , InstallCapturedBit          , And_<Pr3213OrFp8sm, And_<CaptureComplete, Not_<CapturedBit>>> >,
+R<OwnershipConsumed , RecomputeEnter         , OwnershipAvailable , InstallCapturedBit          , And_<Pr3213OrFp8sm, And_<CaptureComplete, CapturedBit>>       >,
+R<OwnershipConsumed , RecomputeEnter         , none               , InstallCapturedBit          , And_<Pr3213OrFp8sm, And_<CaptureComplete, Not_<CapturedBit>>> >,
 // ----------------------------------------------------------------------------------------
 // §3.4 ARF_EXIT(rc), pr3213: F := prev.F outright, whatever the recompute (or its failure)
 //      consumed (upstream: F untouched, no row)
-R<OwnershipAvailable, RecomputeExit          , none               , LeaveRecomputeFrame         , And_<Pr3213, BitBeforeFrame>                    >,
-R<OwnershipAvailable, RecomputeExit          , OwnershipConsumed  , LeaveRecomputeFrame         , And_<Pr3213, Not_<BitBeforeFrame>>              >,
-R<OwnershipConsumed , RecomputeExit          , OwnershipAvailable , LeaveRecomputeFrame         , And_<Pr3213, BitBeforeFrame>                    >,
-R<OwnershipConsumed , RecomputeExit          , none               , LeaveRecomputeFrame         , And_<Pr3213, Not_<BitBeforeFrame>>              >
+R<OwnershipAvailable, RecomputeExit          , none               , LeaveRecomputeFrame         , And_<Pr3213OrFp8sm, BitBeforeFrame>                    >,
+R<OwnershipAvailable, RecomputeExit          , OwnershipConsumed  , LeaveRecomputeFrame         , And_<Pr3213OrFp8sm, Not_<BitBeforeFrame>>              >,
+R<OwnershipConsumed , RecomputeExit          , OwnershipAvailable , LeaveRecomputeFrame         , And_<Pr3213OrFp8sm, BitBeforeFrame>                    >,
+R<OwnershipConsumed , RecomputeExit          , none               , LeaveRecomputeFrame         , And_<Pr3213OrFp8sm, Not_<BitBeforeFrame>>              >
 >;
 
 // ===== Region 1: checkpoint (region, phase) and the module rows that depend on it ========
@@ -166,9 +181,9 @@ R<InOriginalForward , CheckpointForwardExit  , OutsideCheckpoint  , PopCheckpoin
 R<OutsideCheckpoint , CheckpointForwardExit  , none               , PopCheckpointFrame          , Upstream                                        >,
 R<InRecompute       , CheckpointForwardExit  , OutsideCheckpoint  , PopCheckpointFrame          , Upstream                                        >,
 // §3.4 ARF_EXIT(fwd), pr3213: both flags restored from the frame, normal exit or exception
-R<InOriginalForward , CheckpointForwardExit  , OutsideCheckpoint  , PopCheckpointFrame          , And_<Pr3213, FramePrevOutside>                  >,
-R<InOriginalForward , CheckpointForwardExit  , none               , PopCheckpointFrame          , And_<Pr3213, FramePrevOriginal>                 >,
-R<InOriginalForward , CheckpointForwardExit  , InRecompute        , PopCheckpointFrame          , And_<Pr3213, FramePrevRecompute>                >,
+R<InOriginalForward , CheckpointForwardExit  , OutsideCheckpoint  , PopCheckpointFrame          , And_<Pr3213OrFp8sm, FramePrevOutside>                  >,
+R<InOriginalForward , CheckpointForwardExit  , none               , PopCheckpointFrame          , And_<Pr3213OrFp8sm, FramePrevOriginal>                 >,
+R<InOriginalForward , CheckpointForwardExit  , InRecompute        , PopCheckpointFrame          , And_<Pr3213OrFp8sm, FramePrevRecompute>                >,
 // ----------------------------------------------------------------------------------------
 // §3.4 ARF_ENTER(rc): region := phase := true (upstream before its pop can fail; pr3213 only
 //      for a complete capture, else nothing changes)
@@ -179,9 +194,9 @@ R<InRecompute       , RecomputeEnter         , none               , PushCheckpoi
 // §3.4 ARF_EXIT(rc): upstream clears, pr3213 restores
 R<InRecompute       , RecomputeExit          , OutsideCheckpoint  , PopCheckpointFrame          , Upstream                                        >,
 R<OutsideCheckpoint , RecomputeExit          , none               , PopCheckpointFrame          , Upstream                                        >,
-R<InRecompute       , RecomputeExit          , OutsideCheckpoint  , PopCheckpointFrame          , And_<Pr3213, FramePrevOutside>                  >,
-R<InRecompute       , RecomputeExit          , InOriginalForward  , PopCheckpointFrame          , And_<Pr3213, FramePrevOriginal>                 >,
-R<InRecompute       , RecomputeExit          , none               , PopCheckpointFrame          , And_<Pr3213, FramePrevRecompute>                >,
+R<InRecompute       , RecomputeExit          , OutsideCheckpoint  , PopCheckpointFrame          , And_<Pr3213OrFp8sm, FramePrevOutside>                  >,
+R<InRecompute       , RecomputeExit          , InOriginalForward  , PopCheckpointFrame          , And_<Pr3213OrFp8sm, FramePrevOriginal>                 >,
+R<InRecompute       , RecomputeExit          , none               , PopCheckpointFrame          , And_<Pr3213OrFp8sm, FramePrevRecompute>                >,
 // ----------------------------------------------------------------------------------------
 // §3.2 prepare_forward, recompute branch (m.fp8 and phase): POP = save live meta for the
 //      restore, then popleft; a missing deque raises KeyError, an empty one IndexError
