@@ -10,8 +10,7 @@ namespace fp8sm::spec {
 Program without_checkpoints(const Program& program);
 
 // Whether the program behaves differently by design when it recomputes (raise recompute,
-// recompute_uncaptured): then its reference is not the same program, and I8 compares steps
-// only until the first escaped exception that differs.
+// recompute_uncaptured): then its reference is not the same program, and I8 does not apply.
 bool behaves_differently_in_recompute(const Program& program);
 
 }  // namespace fp8sm::spec
