@@ -96,6 +96,17 @@ void InvariantChecker::encode(std::string& out) const {
   }
   put(out, installed_from_.has_value(), 1);
   put(out, installed_from_.value_or(0), 4);
+  put(out, checkpoint_stash_.size(), 4);
+  for (const auto& [capture, entries] : checkpoint_stash_) {
+    put(out, capture, 4);
+    put(out, entries.size(), 2);
+    for (const auto& [m, meta] : entries) {
+      put(out, m, 2);
+      encode_meta(out, meta);
+    }
+  }
+  put(out, dropped_.size(), 4);
+  for (CaptureId c : dropped_) put(out, c, 4);
 }
 
 // ---- steps and top level ---------------------------------------------------------------------
@@ -127,6 +138,12 @@ void InvariantChecker::step_end(int /*step*/) {
     if (!modules_[m].stash.empty()) {
       violate(Invariant::I4, "module #" + std::to_string(m) + " ends the step with " +
                                  std::to_string(modules_[m].stash.size()) + " stash entries never popped");
+    }
+  }
+  for (const auto& [capture, entries] : checkpoint_stash_) {
+    if (dropped_.count(capture) != 0 && !entries.empty()) {
+      violate(Invariant::I4, "a checkpoint that can never be recomputed again keeps " +
+                                 std::to_string(entries.size()) + " stash entries");
     }
   }
   if (!machine_->data().fifo.empty()) {
@@ -230,6 +247,10 @@ void InvariantChecker::forward_update() {
     if (meta.current_oldest_step < step_) violate(Invariant::I5, "a forward update folds an amax from an earlier step");
     meta.fold();
   }
+}
+
+void InvariantChecker::discard_forward_amax() {
+  for (ModuleState& state : modules_) state.numerics.forward.discard_current();
 }
 
 // ---- I2: backward passes ----------------------------------------------------------------------
@@ -366,6 +387,35 @@ void InvariantChecker::pop_stash(ModuleId m) {
   }
   state.numerics.forward = entry.value;
 }
+
+void InvariantChecker::stash_for(ModuleId m, CaptureId c) {
+  checkpoint_stash_[c].emplace_back(m, module(m).numerics.forward);
+}
+
+void InvariantChecker::replay_stash(ModuleId m, CaptureId c, unsigned occurrence) {
+  const Extent* recompute = nullptr;
+  for (auto it = extents_.rbegin(); it != extents_.rend() && recompute == nullptr; ++it) {
+    if (it->recompute) recompute = &*it;
+  }
+  if (recompute == nullptr || recompute->capture != c) {
+    violate(Invariant::I4, "module #" + std::to_string(m) + " replayed a stash entry outside its own checkpoint's recompute");
+  }
+  unsigned seen = 0;
+  for (const auto& [stashed, value] : checkpoint_stash_[c]) {
+    if (stashed == m && seen++ == occurrence) {
+      module(m).numerics.forward = value;
+      return;
+    }
+  }
+  violate(Invariant::I4, "module #" + std::to_string(m) + " replayed a stash entry its checkpoint never kept");
+}
+
+void InvariantChecker::release_stash(CaptureId c) {
+  checkpoint_stash_.erase(c);
+  dropped_.erase(c);
+}
+
+void InvariantChecker::checkpoint_dropped(CaptureId c) { dropped_.insert(c); }
 
 void InvariantChecker::restore(ModuleId m) {
   ModuleState& state = module(m);

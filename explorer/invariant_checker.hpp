@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,12 +74,17 @@ class InvariantChecker : public statemachine::Observer {
   // Hooks
   void forward_update() override;
   void backward_update() override;
+  void discard_forward_amax() override;
   void registered(ModuleId m) override;
   void stash(ModuleId m) override;
   void save_for_restore(ModuleId m) override;
   void pop_stash(ModuleId m) override;
   void restore(ModuleId m) override;
   void ownership_installed(CaptureId c) override;
+  void stash_for(ModuleId m, CaptureId c) override;
+  void replay_stash(ModuleId m, CaptureId c, unsigned occurrence) override;
+  void release_stash(CaptureId c) override;
+  void checkpoint_dropped(CaptureId c) override;
 
  private:
   struct StashEntry {
@@ -138,6 +144,9 @@ class InvariantChecker : public statemachine::Observer {
   std::vector<Extent> extents_;
   std::map<CaptureId, std::map<ModuleId, std::vector<std::uint64_t>>> original_seen_;
   std::optional<CaptureId> installed_from_;
+  // Stashes kept per checkpoint instance (fp8sm), and checkpoints the interpreter dropped.
+  std::map<CaptureId, std::vector<std::pair<ModuleId, SymbolicMeta>>> checkpoint_stash_;
+  std::set<CaptureId> dropped_;
 };
 
 }  // namespace fp8sm::explorer

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "explorer/transparency.hpp"
+#include "spec/scenario_transform.hpp"
 #include "statemachine/encoder.hpp"
 
 namespace fp8sm::explorer {
@@ -50,6 +51,7 @@ ModelState::ModelState(const ModelState& other)
       modules_used_(other.modules_used_) {}
 
 Verdict ModelState::apply(const Statement& s) {
+  recompute_specific_ = recompute_specific_ || spec::recompute_specific(s.op, checkpoints_open_ > 0);
   // The reference sees the program without checkpoint blocks and recompute_uncaptured
   // (spec::without_checkpoints, statement by statement).
   bool reference_skips = s.op == Op::RecomputeUncaptured;
@@ -70,7 +72,6 @@ Verdict ModelState::apply(const Statement& s) {
   } else if (s.op == Op::Linear) {
     modules_used_ = std::max(modules_used_, s.name + 1);
   }
-  recompute_specific_ = recompute_specific_ || s.op == Op::RaiseRecompute || s.op == Op::RecomputeUncaptured;
 
   program_.interpreter->feed(s);
   if (!reference_skips) reference_.interpreter->feed(s);

@@ -58,7 +58,7 @@ class ModelState {
 
   Run program_;
   Run reference_;
-  bool recompute_specific_ = false;  // raise recompute / recompute_uncaptured seen
+  bool recompute_specific_ = false;  // see spec::recompute_specific: I8 no longer applies
   bool reference_comparable_ = true;
   std::vector<bool> reference_dropped_;  // per open block: a checkpoint the reference skips
   std::vector<spec::Op> open_;

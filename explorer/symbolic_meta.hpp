@@ -38,6 +38,13 @@ struct SymbolicMeta {
     current_oldest_step = -1;
   }
 
+  // fp8sm's drop of amaxes no update of their region folded.
+  void discard_current() {
+    current = 0;
+    current_from_recompute = false;
+    current_oldest_step = -1;
+  }
+
   bool operator==(const SymbolicMeta& o) const { return history == o.history && current == o.current; }
   bool operator!=(const SymbolicMeta& o) const { return !(*this == o); }
 };

@@ -69,10 +69,16 @@ struct BackwardPassEnd {
   bool completed = true;
 };
 
+// The checkpoint that captured `capture` can never be recomputed again: its node was freed,
+// discarded, or never recorded. Only fp8sm acts on it: it drops the checkpoint's stash.
+struct CheckpointReleased {
+  CaptureId capture = 0;
+};
+
 // Any one event, for observers that watch them all.
 using AnyEvent = std::variant<AutocastEnter, AutocastExit, GradPush, GradPop, CheckpointForwardEnter,
                               CheckpointForwardExit, RecomputeEnter, RecomputeExit, ModulePrepare,
                               ModuleClaim, ModuleEndForward, ModuleBackward, BackwardPassBegin,
-                              BackwardPassEnd>;
+                              BackwardPassEnd, CheckpointReleased>;
 
 }  // namespace fp8sm::spec

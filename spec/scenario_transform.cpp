@@ -25,11 +25,35 @@ Program without_checkpoints(const Program& program) {
   return out;
 }
 
-bool behaves_differently_in_recompute(const Program& program) {
+bool recompute_specific(Op op, bool inside_checkpoint) {
+  if (op == Op::RecomputeUncaptured) return true;
+  return inside_checkpoint && (op == Op::RaiseOriginal || op == Op::RaiseRecompute);
+}
+
+std::vector<bool> recompute_specific_steps(const Program& program) {
+  std::vector<bool> steps;
+  std::vector<bool> checkpoint_block;  // per open block
+  int checkpoints_open = 0;
+  bool seen = false;
+  bool step_has_statements = false;
   for (const Statement& s : program.statements) {
-    if (s.op == Op::RaiseRecompute || s.op == Op::RecomputeUncaptured) return true;
+    if (s.op == Op::Step) {
+      steps.push_back(seen);
+      step_has_statements = false;
+      continue;
+    }
+    step_has_statements = true;
+    seen = seen || recompute_specific(s.op, checkpoints_open > 0);
+    if (opens_block(s.op)) {
+      checkpoint_block.push_back(is_checkpoint(s.op));
+      checkpoints_open += is_checkpoint(s.op) ? 1 : 0;
+    } else if (s.op == Op::Close && !checkpoint_block.empty()) {
+      checkpoints_open -= checkpoint_block.back() ? 1 : 0;
+      checkpoint_block.pop_back();
+    }
   }
-  return false;
+  if (step_has_statements) steps.push_back(seen);
+  return steps;
 }
 
 }  // namespace fp8sm::spec

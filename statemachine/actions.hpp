@@ -2,6 +2,7 @@
 // through Hooks. None decides anything: the decisions are the rows and guards of the table.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
@@ -99,7 +100,9 @@ FP8SM_RAISE(RaiseNotCaptured, "RuntimeError",
             "FP8 recompute state was not captured during a completed original forward")
 
 // --- checkpoint region --------------------------------------------------------------------
-FP8SM_ACTION(PushCheckpointFrame, data.checkpoint_frames.push_back(phase_of<Source>()))
+FP8SM_ACTION(PushCheckpointFrame, data.checkpoint_frames.push_back(MachineData::CheckpointFrame{
+                                      phase_of<Source>(), event.capture,
+                                      std::is_same_v<Event, spec::RecomputeEnter>, {}}))
 FP8SM_ACTION(PopCheckpointFrame, data.checkpoint_frames.pop_back())
 FP8SM_ACTION(MarkModuleFp8, data.module(event.module).fp8 = true)
 FP8SM_ACTION(MarkModuleNotFp8, data.module(event.module).fp8 = false)
@@ -126,6 +129,33 @@ FP8SM_ACTION(PopStash, {
   hooks.pop_stash(event.module);
 })
 FP8SM_ACTION(RestoreLiveMeta, hooks.restore(event.module))
+// fp8sm: the checkpoint instance keeps the stash (every open original forward of the current
+// context stashes: an enclosing checkpoint's recompute replays an inner one's modules too).
+FP8SM_ACTION(StashIntoCheckpoints, {
+  for (auto it = data.checkpoint_frames.rbegin(); it != data.checkpoint_frames.rend() && !it->recompute; ++it) {
+    data.stash_of(it->capture).push_back(event.module);
+    hooks.stash_for(event.module, it->capture);
+  }
+})
+FP8SM_ACTION(SaveLiveMetaForReplay, {
+  data.module(event.module).restore_pending = true;
+  hooks.save_for_restore(event.module);
+})
+FP8SM_ACTION(ReplayStashedMeta, {
+  MachineData::CheckpointFrame& frame = *data.innermost_recompute();
+  const auto occurrence =
+      static_cast<unsigned>(std::count(frame.replayed.begin(), frame.replayed.end(), event.module));
+  frame.replayed.push_back(event.module);
+  hooks.replay_stash(event.module, frame.capture, occurrence);
+})
+FP8SM_ACTION(RestoreAfterReplay, {
+  data.module(event.module).restore_pending = false;
+  hooks.restore(event.module);
+})
+FP8SM_ACTION(ReleaseCheckpointStash, {
+  data.stash_of(event.capture).clear();
+  hooks.release_stash(event.capture);
+})
 FP8SM_RAISE(RaiseMissingStashKey, "KeyError", "'global_fp8_buffer_pos_fwd_recompute'")
 FP8SM_RAISE(RaiseEmptyStash, "IndexError", "pop from an empty deque")
 FP8SM_RAISE(RaiseMissingSavedMeta, "KeyError", "'updated_amax_history_fwd'")
@@ -134,6 +164,10 @@ FP8SM_RAISE(RaiseMissingSavedMeta, "KeyError", "'updated_amax_history_fwd'")
 FP8SM_ACTION(PushAutocast,
              data.autocasts.push_back(AutocastFrame{mode_of<Source>(), event.recompute_internal}))
 FP8SM_ACTION(PopAutocast, data.autocasts.pop_back())
+FP8SM_ACTION(PopAutocastAndDiscardForwardAmax, {
+  data.autocasts.pop_back();
+  hooks.discard_forward_amax();
+})
 FP8SM_ACTION(PopAutocastAndUpdateForward, {
   data.autocasts.pop_back();
   hooks.forward_update();

@@ -70,9 +70,11 @@ FP8SM_GUARD(UserGradIsOn, fsm.data.user_grad)
 FP8SM_GUARD(Reserves, event.reserve)
 FP8SM_GUARD(Exceptional, event.exceptional)
 FP8SM_GUARD(BitBeforeFrame, fsm.data.ownership_frames.back().bit_before)
-FP8SM_GUARD(FramePrevOutside, fsm.data.checkpoint_frames.back() == CheckpointPhase::Outside)
-FP8SM_GUARD(FramePrevOriginal, fsm.data.checkpoint_frames.back() == CheckpointPhase::OriginalForward)
-FP8SM_GUARD(FramePrevRecompute, fsm.data.checkpoint_frames.back() == CheckpointPhase::Recompute)
+FP8SM_GUARD(FramePrevOutside, fsm.data.checkpoint_frames.back().before == CheckpointPhase::Outside)
+FP8SM_GUARD(FramePrevOriginal, fsm.data.checkpoint_frames.back().before == CheckpointPhase::OriginalForward)
+FP8SM_GUARD(FramePrevRecompute, fsm.data.checkpoint_frames.back().before == CheckpointPhase::Recompute)
+FP8SM_GUARD(InReplay, fsm.data.innermost_recompute() != nullptr)               // fp8sm
+FP8SM_GUARD(HasReplayEntry, fsm.data.has_replay_entry(event.module))           // fp8sm
 
 // Captured bits at recompute entry.
 FP8SM_GUARD(FifoEmpty, fsm.data.fifo.empty())
@@ -86,6 +88,7 @@ FP8SM_GUARD(ModuleIsFp8, fsm.data.module_flags(event.module).fp8)
 FP8SM_GUARD(ModuleHasStashPos, fsm.data.module_flags(event.module).has_stash_pos)
 FP8SM_GUARD(ModuleStashEmpty, fsm.data.module_flags(event.module).stash_depth == 0)
 FP8SM_GUARD(ModuleHasSavedMeta, fsm.data.module_flags(event.module).has_saved_for_restore)
+FP8SM_GUARD(RestorePending, fsm.data.module_flags(event.module).restore_pending)  // fp8sm
 FP8SM_GUARD(NodeIsOwner, event.owner)
 FP8SM_GUARD(NodeIsFp8, event.fp8)
 

@@ -16,6 +16,9 @@ class Hooks {
   // §3.6 reduce_and_update_fp8_tensors(forward=True / False).
   virtual void forward_update() {}
   virtual void backward_update() {}
+  // fp8sm: a user autocast left depth 0 without a forward update: the current amax slot of
+  // every forward meta is cleared, so no later update folds an amax of this region.
+  virtual void discard_forward_amax() {}
   // §3.2 REGISTER: the module's amax row joins the registry (once, ever).
   virtual void registered(ModuleId) {}
   // §3.2 STASH: append a clone of the live forward meta to the module's deque.
@@ -26,6 +29,13 @@ class Hooks {
   virtual void pop_stash(ModuleId) {}
   // §3.2 RESTORE: live forward meta := m.updated.
   virtual void restore(ModuleId) {}
+  // fp8sm: the stash belongs to a checkpoint instance, not to a module's deque. `stash_for`
+  // keeps a clone of the live forward meta for `capture`'s recomputes; `replay_stash` makes
+  // the module's `occurrence`-th entry of `capture` its live meta (after save_for_restore);
+  // `release_stash` drops what `capture` kept.
+  virtual void stash_for(ModuleId, CaptureId) {}
+  virtual void replay_stash(ModuleId, CaptureId, unsigned /*occurrence*/) {}
+  virtual void release_stash(CaptureId) {}
   // §3.2 CLAIM: the autograd node being recorded owns the backward update or not.
   virtual void claimed(ModuleId, bool /*owner*/) {}
   // A checkpoint's ownership bit was captured (upstream: FIFO push; pr3213: record C) and, at a

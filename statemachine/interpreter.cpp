@@ -45,6 +45,7 @@ Interpreter::Interpreter(const Interpreter& other, Observer* observer)
       reentrant_(other.reentrant_),
       frames_(other.frames_),
       next_capture_(other.next_capture_),
+      released_(other.released_),
       next_node_(other.next_node_),
       last_claim_owner_(other.last_claim_owner_),
       step_(other.step_),
@@ -120,11 +121,14 @@ void Interpreter::encode(std::string& out) const {
   put(out, frames_.size(), 4);
   for (const NonReentrantFrame& f : frames_) {
     put(out, f.capture, 4);
-    put(out, f.fp8 | (f.recomputed << 1), 1);
+    put(out, f.fp8 | (f.recomputed << 1) | (f.closed << 2), 1);
     put(out, static_cast<std::uint32_t>(f.parent), 4);
+    put(out, static_cast<std::uint32_t>(f.live_nodes), 4);
     encode_statements(out, f.body ? *f.body : std::vector<Statement>{});
   }
   put(out, next_capture_, 4);
+  put(out, released_.size(), 4);
+  for (bool r : released_) put(out, r, 1);
   put(out, next_node_, 4);
   put(out, next_generation_, 4);
   put(out, static_cast<std::uint32_t>(step_), 4);
@@ -297,7 +301,10 @@ void Interpreter::exit_scope(Scope& scope, bool exceptional) {
       fire(spec::CheckpointForwardExit{exceptional});
       fire(spec::GradPop{});
       observer_->checkpoint_forward_end(scope.capture, exceptional);
-      if (exceptional || !scope.grad_at_call) break;  // no node: nested in a no-grad forward
+      if (exceptional || !scope.grad_at_call) {  // no node (nested in a no-grad forward)
+        release_checkpoint(scope.capture);
+        break;
+      }
       ReentrantRecord record;
       record.body = std::make_shared<const std::vector<Statement>>(std::move(scope.body));
       record.capture = scope.capture;
@@ -309,12 +316,17 @@ void Interpreter::exit_scope(Scope& scope, bool exceptional) {
       record_node(node);
       break;
     }
-    case Op::CheckpointNonReentrant:
+    case Op::CheckpointNonReentrant: {
       fire(spec::CheckpointForwardExit{exceptional});
       observer_->checkpoint_forward_end(scope.capture, exceptional);
-      frames_[static_cast<std::size_t>(scope.frame)].body =
-          std::make_shared<const std::vector<Statement>>(std::move(scope.body));
+      NonReentrantFrame& frame = frames_[static_cast<std::size_t>(scope.frame)];
+      frame.body = std::make_shared<const std::vector<Statement>>(std::move(scope.body));
+      frame.closed = true;
+      // A failed forward's nodes are discarded by whoever catches; one that recorded nothing
+      // has nothing that could trigger its recompute.
+      if (exceptional || frame.live_nodes == 0) release_checkpoint(scope.capture);
       break;
+    }
     default:
       break;
   }
@@ -332,8 +344,11 @@ void Interpreter::unwind(const ModelException& e) {
       Graph& graph = *current_graph_;
       const std::size_t keep =
           graph.generation == scope.graph_generation ? scope.graph_mark : 0;  // 0: `save` inside
-      for (std::size_t i = keep; i < graph.nodes.size(); ++i) observer_->node_discarded(graph.nodes[i].id);
+      const std::vector<Node> discarded(graph.nodes.begin() + static_cast<std::ptrdiff_t>(std::min(keep, graph.nodes.size())),
+                                        graph.nodes.end());
       graph.nodes.resize(std::min(keep, graph.nodes.size()));
+      for (const Node& node : discarded) observer_->node_discarded(node.id);
+      drop_nodes(discarded);
       skip_ = Skip{true, false, unwound};
       return;
     }
@@ -348,12 +363,16 @@ void Interpreter::unwind(const ModelException& e) {
   // The step's backward is skipped: what the step recorded (and did not save) is never
   // backpropagated, as if a `try` around the whole step had caught the exception.
   for (const Node& node : step_graph_.nodes) observer_->node_discarded(node.id);
+  const std::vector<Node> abandoned = std::move(step_graph_.nodes);
   step_graph_.nodes.clear();
+  drop_nodes(abandoned);
   skip_ = Skip{true, true, 0};
 }
 
 void Interpreter::end_step() {
   if (!step_started_) observer_->step_begin(step_);
+  drop_nodes(step_graph_.nodes);  // the step's graph goes; saved tapes stay
+  step_graph_.nodes.clear();
   observer_->step_end(step_);
   steps_.push_back(std::move(current_));
   current_ = spec::StepResult{};
@@ -398,6 +417,7 @@ void Interpreter::run_recompute_uncaptured() {
 
 void Interpreter::run_save(std::uint16_t tape) {
   if (tape >= tapes_.size()) tapes_.resize(tape + 1u);
+  if (!tapes_[tape].freed) drop_nodes(tapes_[tape].nodes);  // the tape saved before under this name
   tapes_[tape] = std::move(step_graph_);
   step_graph_ = Graph{};
   step_graph_.generation = next_generation_++;
@@ -432,11 +452,13 @@ void Interpreter::run_backward(const Statement& s) {
     fire(spec::GradPop{});
     fire(spec::BackwardPassEnd{false});
     observer_->backward_pass_end(false);
+    if (!s.retain) drop_nodes(nodes);
     throw;
   }
   fire(spec::GradPop{});
   fire(spec::BackwardPassEnd{true});
   observer_->backward_pass_end(true);
+  if (!s.retain) drop_nodes(nodes);
 }
 
 // ---- backward engine ----------------------------------------------------------------------
@@ -453,8 +475,14 @@ void Interpreter::backpropagate(const std::vector<Node>& nodes) {
       sub_tape.generation = next_generation_++;
       // A copy: replaying the body may add records and move this one.
       const ReentrantRecord record = reentrant_[static_cast<std::size_t>(node.reentrant)];
-      recompute(record.capture, record.fp8, record.body, sub_tape);  // §3.5 CKR_BWD
-      backpropagate(sub_tape.nodes);
+      try {
+        recompute(record.capture, record.fp8, record.body, sub_tape);  // §3.5 CKR_BWD
+        backpropagate(sub_tape.nodes);
+      } catch (const ModelException&) {
+        drop_nodes(sub_tape.nodes);
+        throw;
+      }
+      drop_nodes(sub_tape.nodes);  // torch backpropagates the sub-graph without retaining it
     }
   }
 }
@@ -499,7 +527,13 @@ void Interpreter::recompute_frame(int index) {
   Graph discarded;
   discarded.generation = next_generation_++;
   discarded.live = false;
-  recompute(copy.capture, copy.fp8, copy.body, discarded);
+  try {
+    recompute(copy.capture, copy.fp8, copy.body, discarded);
+  } catch (const ModelException&) {
+    drop_nodes(discarded.nodes);
+    throw;
+  }
+  drop_nodes(discarded.nodes);
 }
 
 // Runs a checkpoint's body again, recording into `graph`, as its own context: an exception
@@ -529,9 +563,32 @@ void Interpreter::replay(const Body& body, Graph& graph) {
 void Interpreter::record_node(Node node) {
   node.id = next_node_++;
   node.frame = innermost_frame();
+  for (int f = node.frame; f >= 0; f = frames_[static_cast<std::size_t>(f)].parent) {
+    ++frames_[static_cast<std::size_t>(f)].live_nodes;
+  }
   observer_->node_recorded(node.id, node.module, node.kind == Node::Kind::Module && node.owner,
                            current_graph_->live);
   current_graph_->nodes.push_back(node);
+}
+
+void Interpreter::drop_nodes(const std::vector<Node>& nodes) {
+  for (const Node& node : nodes) {
+    if (node.kind == Node::Kind::Checkpoint) {
+      release_checkpoint(reentrant_[static_cast<std::size_t>(node.reentrant)].capture);
+    }
+    for (int f = node.frame; f >= 0; f = frames_[static_cast<std::size_t>(f)].parent) {
+      NonReentrantFrame& frame = frames_[static_cast<std::size_t>(f)];
+      if (--frame.live_nodes == 0 && frame.closed) release_checkpoint(frame.capture);
+    }
+  }
+}
+
+void Interpreter::release_checkpoint(CaptureId capture) {
+  if (capture >= released_.size()) released_.resize(capture + 1u, false);
+  if (released_[capture]) return;
+  released_[capture] = true;
+  observer_->checkpoint_dropped(capture);
+  fire(spec::CheckpointReleased{capture});
 }
 
 int Interpreter::innermost_frame() const {
@@ -566,11 +623,17 @@ void Interpreter::backward_update() {
   ++current_.backward_updates;
   observer_->backward_update();
 }
+void Interpreter::discard_forward_amax() { observer_->discard_forward_amax(); }
 void Interpreter::registered(ModuleId m) { observer_->registered(m); }
 void Interpreter::stash(ModuleId m) { observer_->stash(m); }
 void Interpreter::save_for_restore(ModuleId m) { observer_->save_for_restore(m); }
 void Interpreter::pop_stash(ModuleId m) { observer_->pop_stash(m); }
 void Interpreter::restore(ModuleId m) { observer_->restore(m); }
+void Interpreter::stash_for(ModuleId m, CaptureId c) { observer_->stash_for(m, c); }
+void Interpreter::replay_stash(ModuleId m, CaptureId c, unsigned occurrence) {
+  observer_->replay_stash(m, c, occurrence);
+}
+void Interpreter::release_stash(CaptureId c) { observer_->release_stash(c); }
 void Interpreter::claimed(ModuleId m, bool owner) {
   last_claim_owner_ = owner;
   observer_->claimed(m, owner);

@@ -100,6 +100,9 @@ class Interpreter : private Hooks {
   void replay(const Body& body, Graph& graph);
   void record_node(Node node);
   int innermost_frame() const;
+  // Nodes that will never be backpropagated (again): checkpoints they held are released.
+  void drop_nodes(const std::vector<Node>& nodes);
+  void release_checkpoint(CaptureId capture);
 
   template <class Event>
   void fire(const Event& event);  // throws ModelException if the event raised
@@ -108,11 +111,15 @@ class Interpreter : private Hooks {
   // Hooks: count, then forward to the observer.
   void forward_update() override;
   void backward_update() override;
+  void discard_forward_amax() override;
   void registered(ModuleId m) override;
   void stash(ModuleId m) override;
   void save_for_restore(ModuleId m) override;
   void pop_stash(ModuleId m) override;
   void restore(ModuleId m) override;
+  void stash_for(ModuleId m, CaptureId c) override;
+  void replay_stash(ModuleId m, CaptureId c, unsigned occurrence) override;
+  void release_stash(CaptureId c) override;
   void claimed(ModuleId m, bool owner) override;
   void ownership_captured(CaptureId c) override;
   void ownership_installed(CaptureId c) override;
@@ -133,6 +140,7 @@ class Interpreter : private Hooks {
   std::vector<ReentrantRecord> reentrant_;
   std::vector<NonReentrantFrame> frames_;
   CaptureId next_capture_ = 0;
+  std::vector<bool> released_;  // per capture
   NodeId next_node_ = 0;
   std::optional<bool> last_claim_owner_;
 

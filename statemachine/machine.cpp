@@ -91,6 +91,7 @@ template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleEn
 template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleBackward&);
 template std::optional<spec::RaisedException> Machine::fire(const spec::BackwardPassBegin&);
 template std::optional<spec::RaisedException> Machine::fire(const spec::BackwardPassEnd&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::CheckpointReleased&);
 
 void Machine::set_hooks(Hooks* hooks) { impl_->fsm.hooks_ = hooks != nullptr ? hooks : &silent_hooks(); }
 
@@ -148,7 +149,17 @@ std::string Machine::snapshot() const {
   put(out, d.captures.size(), 4);
   for (const auto& c : d.captures) put(out, static_cast<std::uint64_t>(c.bit) * 2u + c.completed, 1);
   put(out, d.checkpoint_frames.size(), 2);
-  for (auto p : d.checkpoint_frames) put(out, static_cast<std::uint64_t>(p), 1);
+  for (const auto& f : d.checkpoint_frames) {
+    put(out, static_cast<std::uint64_t>(f.before) | (f.recompute << 2), 1);
+    put(out, f.capture, 4);
+    put(out, f.replayed.size(), 2);
+    for (ModuleId m : f.replayed) put(out, m, 2);
+  }
+  put(out, d.checkpoint_stash.size(), 4);
+  for (const auto& stash : d.checkpoint_stash) {
+    put(out, stash.size(), 2);
+    for (ModuleId m : stash) put(out, m, 2);
+  }
   put(out, d.autocasts.size(), 2);
   for (const auto& a : d.autocasts) put(out, static_cast<std::uint64_t>(a.mode_before) * 2u + a.recompute_internal, 1);
   put(out, d.grad_frames.size(), 2);
@@ -157,7 +168,9 @@ std::string Machine::snapshot() const {
   put(out, d.fp8_backwards_in_pass, 2);
   put(out, d.modules.size(), 2);
   for (const auto& m : d.modules) {
-    put(out, m.fp8 | (m.registered << 1) | (m.has_stash_pos << 2) | (m.has_saved_for_restore << 3), 1);
+    put(out, m.fp8 | (m.registered << 1) | (m.has_stash_pos << 2) | (m.has_saved_for_restore << 3) |
+                 (m.restore_pending << 4),
+        1);
     put(out, m.stash_depth, 2);
   }
   return out;

@@ -3,6 +3,7 @@
 // (transition_table.hpp). Each region owns the data its rows change.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -53,6 +54,7 @@ struct ModuleFlags {
   bool has_stash_pos = false;      // global_fp8_buffer_pos_fwd_recompute exists
   std::uint16_t stash_depth = 0;   // entries in its deque
   bool has_saved_for_restore = false;  // updated_amax_history_fwd exists
+  bool restore_pending = false;        // fp8sm: a recompute replaced its meta until end_forward
 };
 
 struct MachineData {
@@ -64,8 +66,17 @@ struct MachineData {
   std::deque<FifoEntry> fifo;                    // upstream only
   std::vector<CaptureRecord> captures;           // pr3213 only; index = CaptureId
 
-  // Checkpoint region: the (region, phase) before each open ARF.
-  std::vector<CheckpointPhase> checkpoint_frames;
+  // Checkpoint region: per open ARF, the (region, phase) before it, the checkpoint it belongs
+  // to, and (fp8sm) the modules a recompute has replayed so far.
+  struct CheckpointFrame {
+    CheckpointPhase before = CheckpointPhase::Outside;
+    CaptureId capture = 0;
+    bool recompute = false;
+    std::vector<ModuleId> replayed;
+  };
+  std::vector<CheckpointFrame> checkpoint_frames;
+  // fp8sm: per checkpoint instance (index = CaptureId), the modules it stashed, in order.
+  std::vector<std::vector<ModuleId>> checkpoint_stash;
 
   // Autocast region: one frame per open autocast; depth is its size.
   std::vector<AutocastFrame> autocasts;
@@ -96,6 +107,30 @@ struct MachineData {
     if (c >= captures.size()) captures.resize(c + 1u);
     return captures[c];
   }
+  std::vector<ModuleId>& stash_of(CaptureId c) {
+    if (c >= checkpoint_stash.size()) checkpoint_stash.resize(c + 1u);
+    return checkpoint_stash[c];
+  }
+  // fp8sm: the innermost recompute in progress, or nullptr.
+  const CheckpointFrame* innermost_recompute() const {
+    for (auto it = checkpoint_frames.rbegin(); it != checkpoint_frames.rend(); ++it) {
+      if (it->recompute) return &*it;
+    }
+    return nullptr;
+  }
+  CheckpointFrame* innermost_recompute() {
+    return const_cast<CheckpointFrame*>(static_cast<const MachineData*>(this)->innermost_recompute());
+  }
+  // fp8sm: whether the innermost recompute's checkpoint stashed module `m` once more than the
+  // recompute has replayed it.
+  bool has_replay_entry(ModuleId m) const {
+    const CheckpointFrame* frame = innermost_recompute();
+    if (frame == nullptr || frame->capture >= checkpoint_stash.size()) return false;
+    const auto& stashed = checkpoint_stash[frame->capture];
+    return std::count(stashed.begin(), stashed.end(), m) >
+           std::count(frame->replayed.begin(), frame->replayed.end(), m);
+  }
+
   // For guards, which change nothing: a record never created reads as its initial value.
   ModuleFlags module_flags(ModuleId m) const { return m < modules.size() ? modules[m] : ModuleFlags{}; }
   CaptureRecord capture_record(CaptureId c) const { return c < captures.size() ? captures[c] : CaptureRecord{}; }

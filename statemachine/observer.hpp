@@ -50,6 +50,9 @@ class Observer : public Hooks {
   virtual void checkpoint_forward_end(CaptureId, bool /*exceptional*/) {}
   virtual void recompute_begin(CaptureId) {}
   virtual void recompute_end(CaptureId) {}
+  // The checkpoint can never be recomputed again (its node was freed, discarded, or never
+  // recorded); the CheckpointReleased event follows.
+  virtual void checkpoint_dropped(CaptureId) {}
 };
 
 }  // namespace fp8sm::statemachine

@@ -29,6 +29,8 @@ struct NonReentrantFrame {
   bool fp8 = false;  // fp8_enabled read before the body
   bool recomputed = false;
   int parent = -1;  // enclosing non-reentrant frame, recomputed first
+  bool closed = false;     // its block has closed
+  int live_nodes = 0;      // nodes recorded in it or in its nested frames, not yet dropped
 };
 
 struct Node {

@@ -78,6 +78,8 @@ using Seq = msmf::ActionSequence_<mpl::vector<Actions...>>;
 using ReArmsOnEntry = And_<AtDepthZero, Or_<Upstream, Not_<OpenedByRecompute>>>;
 using ClaimApplies = And_<GradIsOn, ModuleIsFp8>;
 using ReArmsOnClaim = And_<Upstream, RecomputePhase>;
+using NotFp8sm = Not_<Fp8sm>;
+using DiscardsOnExit = And_<Fp8sm, Not_<ExitingRecomputeAutocast>>;
 using Pr3213Reserves = And_<Pr3213OrFp8sm, And_<Reserves, InFp8Autocast>>;
 using FailedForward = And_<Pr3213OrFp8sm, Exceptional>;
 using EntersRecompute = Or_<Upstream, CaptureComplete>;
@@ -198,23 +200,43 @@ R<InRecompute       , RecomputeExit          , OutsideCheckpoint  , PopCheckpoin
 R<InRecompute       , RecomputeExit          , InOriginalForward  , PopCheckpointFrame          , And_<Pr3213OrFp8sm, FramePrevOriginal>                 >,
 R<InRecompute       , RecomputeExit          , none               , PopCheckpointFrame          , And_<Pr3213OrFp8sm, FramePrevRecompute>                >,
 // ----------------------------------------------------------------------------------------
-// §3.2 prepare_forward, recompute branch (m.fp8 and phase): POP = save live meta for the
+// §3.2 prepare_forward, recompute branch (m.fp8 and phase): POP saves the live meta for the
 //      restore, then popleft; a missing deque raises KeyError, an empty one IndexError
-R<InRecompute       , ModulePrepare          , none               , Seq<SaveLiveMetaForRestore, RaiseMissingStashKey>, And_<ModuleIsFp8, Not_<ModuleHasStashPos>>                      >,
-R<InRecompute       , ModulePrepare          , none               , Seq<SaveLiveMetaForRestore, RaiseEmptyStash>     , And_<ModuleIsFp8, And_<ModuleHasStashPos, ModuleStashEmpty>>       >,
-R<InRecompute       , ModulePrepare          , none               , Seq<SaveLiveMetaForRestore, PopStash>            , And_<ModuleIsFp8, And_<ModuleHasStashPos, Not_<ModuleStashEmpty>>> >,
+R<InRecompute       , ModulePrepare          , none               , Seq<SaveLiveMetaForRestore, RaiseMissingStashKey>, And_<NotFp8sm, And_<ModuleIsFp8, Not_<ModuleHasStashPos>>>                      >,
+R<InRecompute       , ModulePrepare          , none               , Seq<SaveLiveMetaForRestore, RaiseEmptyStash>     , And_<NotFp8sm, And_<ModuleIsFp8, And_<ModuleHasStashPos, ModuleStashEmpty>>>       >,
+R<InRecompute       , ModulePrepare          , none               , Seq<SaveLiveMetaForRestore, PopStash>            , And_<NotFp8sm, And_<ModuleIsFp8, And_<ModuleHasStashPos, Not_<ModuleStashEmpty>>>> >,
 // §3.2 prepare_forward, normal branch: m.fp8 := fp8_enabled; REGISTER; STASH while
 //      recompute_enabled() = region and fp8_enabled (so also inside a recompute)
-R<InRecompute       , ModulePrepare          , none               , Seq<MarkModuleFp8, RegisterIfNew, StashLiveMeta> , And_<Not_<ModuleIsFp8>, InFp8Autocast>       >,
-R<InRecompute       , ModulePrepare          , none               , MarkModuleNotFp8                                 , And_<Not_<ModuleIsFp8>, Not_<InFp8Autocast>> >,
-R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleFp8, RegisterIfNew, StashLiveMeta> , InFp8Autocast                                >,
-R<InOriginalForward , ModulePrepare          , none               , MarkModuleNotFp8                                 , Not_<InFp8Autocast>                          >,
+R<InRecompute       , ModulePrepare          , none               , Seq<MarkModuleFp8, RegisterIfNew, StashLiveMeta> , And_<NotFp8sm, And_<Not_<ModuleIsFp8>, InFp8Autocast>>       >,
+R<InRecompute       , ModulePrepare          , none               , MarkModuleNotFp8                                 , And_<NotFp8sm, And_<Not_<ModuleIsFp8>, Not_<InFp8Autocast>>> >,
+R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleFp8, RegisterIfNew, StashLiveMeta> , And_<NotFp8sm, InFp8Autocast>                                >,
+R<InOriginalForward , ModulePrepare          , none               , MarkModuleNotFp8                                 , And_<NotFp8sm, Not_<InFp8Autocast>>                          >,
 R<OutsideCheckpoint , ModulePrepare          , none               , Seq<MarkModuleFp8, RegisterIfNew>                , InFp8Autocast                                >,
 R<OutsideCheckpoint , ModulePrepare          , none               , MarkModuleNotFp8                                 , Not_<InFp8Autocast>                          >,
+// fp8sm prepare_forward: a recompute replays the entry its own checkpoint stashed for the
+//      module (its k-th for the module's k-th run), whatever m.fp8 says; a module without one
+//      runs on live meta. Either way the live meta comes back at end_forward, so no recompute
+//      amax reaches an update, and a recompute registers nothing (I9). Every open original
+//      forward of the context stashes.
+R<InRecompute       , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay, ReplayStashedMeta>                      , And_<Fp8sm, HasReplayEntry>                                      >,
+R<InRecompute       , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay>                                         , And_<Fp8sm, And_<Not_<HasReplayEntry>, InFp8Autocast>>           >,
+R<InRecompute       , ModulePrepare          , none               , MarkModuleNotFp8                                                                  , And_<Fp8sm, And_<Not_<HasReplayEntry>, Not_<InFp8Autocast>>>     >,
+R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay, ReplayStashedMeta, StashIntoCheckpoints>, And_<Fp8sm, And_<InReplay, HasReplayEntry>>                     >,
+R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay, StashIntoCheckpoints>                   , And_<Fp8sm, And_<And_<InReplay, Not_<HasReplayEntry>>, InFp8Autocast>> >,
+R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleFp8, RegisterIfNew, StashIntoCheckpoints>                           , And_<Fp8sm, And_<Not_<InReplay>, InFp8Autocast>>                  >,
+R<InOriginalForward , ModulePrepare          , none               , MarkModuleNotFp8                                                                  , And_<Fp8sm, And_<Not_<HasReplayEntry>, Not_<InFp8Autocast>>>     >,
 // ----------------------------------------------------------------------------------------
 // §3.2 end_forward (m.fp8 and phase): RESTORE live meta := m.updated (KeyError if never saved)
-R<InRecompute       , ModuleEndForward       , none               , RestoreLiveMeta             , And_<ModuleIsFp8, ModuleHasSavedMeta>           >,
-R<InRecompute       , ModuleEndForward       , none               , RaiseMissingSavedMeta       , And_<ModuleIsFp8, Not_<ModuleHasSavedMeta>>     >
+R<InRecompute       , ModuleEndForward       , none               , RestoreLiveMeta             , And_<NotFp8sm, And_<ModuleIsFp8, ModuleHasSavedMeta>>       >,
+R<InRecompute       , ModuleEndForward       , none               , RaiseMissingSavedMeta       , And_<NotFp8sm, And_<ModuleIsFp8, Not_<ModuleHasSavedMeta>>> >,
+// fp8sm end_forward: the live meta a recompute replaced comes back
+R<InRecompute       , ModuleEndForward       , none               , RestoreAfterReplay          , And_<Fp8sm, RestorePending>                                 >,
+R<InOriginalForward , ModuleEndForward       , none               , RestoreAfterReplay          , And_<Fp8sm, RestorePending>                                 >,
+// ----------------------------------------------------------------------------------------
+// fp8sm: a checkpoint that can never be recomputed again drops its stash
+R<OutsideCheckpoint , CheckpointReleased     , none               , ReleaseCheckpointStash      , Fp8sm                                                       >,
+R<InOriginalForward , CheckpointReleased     , none               , ReleaseCheckpointStash      , Fp8sm                                                       >,
+R<InRecompute       , CheckpointReleased     , none               , ReleaseCheckpointStash      , Fp8sm                                                       >
 >;
 
 // ===== Region 2: autocast (depth, fp8_enabled) and region 3: grad mode ==================
@@ -231,10 +253,14 @@ R<NonFp8Autocast    , AutocastEnter          , none               , PushAutocast
 // §3.1 AC_EXIT: fields := snap; depth -= 1; leaving the outermost enabled autocast with grad
 //      on makes the forward update (upstream also from a recompute's own autocast, pr3213 not)
 R<Fp8Autocast       , AutocastExit           , NoAutocast         , PopAutocastAndUpdateForward , UpdatesForwardOnExit                            >,
-R<Fp8Autocast       , AutocastExit           , NoAutocast         , PopAutocast                 , And_<RestoresNoAutocast, Not_<UpdatesForwardOnExit>> >,
+R<Fp8Autocast       , AutocastExit           , NoAutocast         , PopAutocast                 , And_<RestoresNoAutocast, And_<Not_<UpdatesForwardOnExit>, Not_<DiscardsOnExit>>> >,
+// fp8sm: leaving depth 0 without that update drops the region's amaxes (an enabled autocast
+//      nested in a disabled one, or grad off): no later update may fold them (I5)
+R<Fp8Autocast       , AutocastExit           , NoAutocast         , PopAutocastAndDiscardForwardAmax, And_<RestoresNoAutocast, And_<Not_<UpdatesForwardOnExit>, DiscardsOnExit>> >,
 R<Fp8Autocast       , AutocastExit           , none               , PopAutocast                 , RestoresFp8                                     >,
 R<Fp8Autocast       , AutocastExit           , NonFp8Autocast     , PopAutocast                 , RestoresNonFp8                                  >,
-R<NonFp8Autocast    , AutocastExit           , NoAutocast         , PopAutocast                 , RestoresNoAutocast                              >,
+R<NonFp8Autocast    , AutocastExit           , NoAutocast         , PopAutocast                 , And_<RestoresNoAutocast, Not_<DiscardsOnExit>>  >,
+R<NonFp8Autocast    , AutocastExit           , NoAutocast         , PopAutocastAndDiscardForwardAmax, And_<RestoresNoAutocast, DiscardsOnExit> >,
 R<NonFp8Autocast    , AutocastExit           , Fp8Autocast        , PopAutocast                 , RestoresFp8                                     >,
 R<NonFp8Autocast    , AutocastExit           , none               , PopAutocast                 , RestoresNonFp8                                  >,
 // ----------------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ TEST(Search, VerdictsAndShortestLengthsEqualRunningEveryProgram) {
 }
 
 TEST(Search, EveryCounterexampleReplaysToTheSameVerdict) {
-  for (Semantics s : spec::kAllSemantics) {
+  for (Semantics s : {Semantics::Upstream, Semantics::Pr3213}) {
     const auto result = explorer::search(options(s, 4));
     ASSERT_FALSE(result.counterexamples.empty());
     for (const auto& c : result.counterexamples) {
