@@ -1,11 +1,11 @@
 // explorer: runs scenarios on the model of TE's FP8 ownership / autocast / checkpoint state
 // and checks the invariants of spec §5.
 //
-//   explorer --depth N [--semantics S] [--modules K] [--check I1,I4] [--threads T]
+//   explorer --depth N [--semantics fp8sm|upstream|pr3213] [--modules K] [--check I1,I4] [--threads T]
 //            [--max-states M] [--no-symmetry] [--json]
 //                                        every program of up to N statements
-//   explorer run FILE|NAME [--semantics upstream|pr3213] [--json]
-//   explorer catalogue [--semantics S]   every built-in scenario, both semantics by default
+//   explorer run FILE|NAME [--semantics fp8sm|upstream|pr3213] [--json]
+//   explorer catalogue [--semantics S]   every built-in scenario, all semantics by default
 //   explorer list                        the built-in catalogue
 //   explorer invariants                  the invariants, one line each
 //   explorer table                       the transition table, one row a line
@@ -45,7 +45,7 @@ struct UsageError {
 
 spec::Semantics semantics_option(const std::string& text) {
   if (auto s = spec::parse_semantics(text)) return *s;
-  throw UsageError{"--semantics: unknown semantics '" + text + "' (expected upstream or pr3213)"};
+  throw UsageError{"--semantics: unknown semantics '" + text + "' (expected fp8sm, upstream or pr3213)"};
 }
 
 struct LoadedScenario {
@@ -179,12 +179,12 @@ int main(int argc, char** argv) {
 
   explorer::SearchOptions search;
   std::optional<int> depth;
-  std::string search_semantics = "upstream";
+  std::string search_semantics = "fp8sm";
   std::string checks;
   bool no_symmetry = false;
   bool search_json = false;
   app.add_option("--depth", depth, "explore every program of up to N statements");
-  app.add_option("--semantics", search_semantics, "with --depth: upstream or pr3213 (default upstream)");
+  app.add_option("--semantics", search_semantics, "with --depth: fp8sm, upstream or pr3213 (default fp8sm)");
   app.add_option("--modules", search.alphabet.modules, "with --depth: module names L0.. (default 2)");
   app.add_option("--check", checks, "with --depth: only these invariants, e.g. I1,I4");
   app.add_option("--threads", search.threads, "with --depth: worker threads (default 1)");
@@ -193,11 +193,11 @@ int main(int argc, char** argv) {
   app.add_flag("--json", search_json, "with --depth: print one JSON object");
 
   std::string target;
-  std::string semantics = "upstream";
+  std::string semantics = "fp8sm";
   bool json = false;
   CLI::App* run = app.add_subcommand("run", "run one scenario (a file, or a catalogue name or row)");
   run->add_option("scenario", target, "scenario file, or catalogue entry")->required();
-  run->add_option("--semantics", semantics, "upstream or pr3213 (default upstream)");
+  run->add_option("--semantics", semantics, "fp8sm, upstream or pr3213 (default fp8sm)");
   run->add_flag("--json", json, "print one JSON object");
 
   std::optional<std::string> catalogue_semantics;

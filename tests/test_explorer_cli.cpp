@@ -55,7 +55,7 @@ TEST(ExplorerRun, CleanRunExitsZero) {
 
 TEST(ExplorerRun, RunsAFileAndReportsRaisedExceptions) {
   const std::string path = write_temp("raise.scn", "autocast on { linear L0; raise always }\n");
-  const Result r = explorer("run " + path + " --json");
+  const Result r = explorer("run " + path + " --semantics upstream --json");
   EXPECT_NE(r.out.find("\"raised\": [{\"kind\": \"UserError\", \"message\": \"raised by 'raise always'\"}]"),
             std::string::npos)
       << r.out;
@@ -63,6 +63,22 @@ TEST(ExplorerRun, RunsAFileAndReportsRaisedExceptions) {
 
 TEST(ExplorerRun, RowNumberSelectsACatalogueEntry) {
   EXPECT_EQ(explorer("run 5 --json").out, explorer("run reentrant-single-3-layers --json").out);
+}
+
+TEST(ExplorerRun, DefaultSemanticsIsFp8sm) {
+  EXPECT_EQ(explorer("run 5 --json").out, explorer("run 5 --semantics fp8sm --json").out);
+  EXPECT_NE(explorer("run 5 --json").out.find("\"semantics\": \"fp8sm\""), std::string::npos);
+}
+
+TEST(ExplorerDepth, SearchesAndReportsOneJsonObject) {
+  const Result clean = explorer("--depth 2 --json");
+  EXPECT_EQ(clean.status, 0);
+  EXPECT_EQ(lines(clean.out), 1);
+  EXPECT_NE(clean.out.find("\"semantics\": \"fp8sm\""), std::string::npos);
+  EXPECT_NE(clean.out.find("\"violations\": []"), std::string::npos);
+  const Result found = explorer("--depth 2 --semantics upstream --json");
+  EXPECT_EQ(found.status, 1);
+  EXPECT_NE(found.out.find("\"invariant\": \"I4\""), std::string::npos);
 }
 
 TEST(ExplorerList, ShowsTheWholeCatalogue) {
@@ -98,7 +114,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"unknown option", "run 5 --bogus", "--bogus"},
         BadInput{"unknown semantics", "run 5 --semantics legacy", "--semantics: unknown semantics 'legacy'"},
         BadInput{"unknown scenario", "run no-such-scenario", "no scenario file or catalogue entry named 'no-such-scenario'"},
-        BadInput{"no command", "", "error"}),
+        BadInput{"no command", "", "error"},
+        BadInput{"unknown invariant", "--depth 2 --check I1,I10", "--check: unknown invariant 'I10'"},
+        BadInput{"depth with a command", "run 5 --depth 3", "--depth"}),
     [](const ::testing::TestParamInfo<BadInput>& input) {
       std::string name = input.param.what;
       for (char& c : name) c = (c == ' ' || c == '-') ? '_' : c;
