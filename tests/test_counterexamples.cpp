@@ -1,0 +1,66 @@
+// tests/counterexamples/SEMANTICS-INVARIANT.scn: the shortest counterexample the exhaustive
+// search found for INVARIANT under SEMANTICS. Each must still break it there, and fp8sm must
+// run it violating nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "explorer/scenario_run.hpp"
+#include "spec/scenario_parser.hpp"
+
+namespace fp8sm {
+namespace {
+
+struct Counterexample {
+  std::string file;
+  spec::Semantics semantics;
+  spec::Invariant invariant;
+  spec::Program program;
+};
+
+std::vector<Counterexample> load_all() {
+  std::vector<Counterexample> out;
+  for (const auto& entry : std::filesystem::directory_iterator(FP8SM_SOURCE_DIR "/tests/counterexamples")) {
+    const std::string stem = entry.path().stem().string();
+    const std::size_t dash = stem.rfind('-');
+    const auto semantics = spec::parse_semantics(stem.substr(0, dash));
+    const auto invariant = spec::parse_invariant(stem.substr(dash + 1));
+    if (!semantics || !invariant) {
+      ADD_FAILURE() << "file name is not SEMANTICS-INVARIANT.scn: " << entry.path();
+      continue;
+    }
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    out.push_back({stem, *semantics, *invariant, spec::parse_scenario(text.str(), entry.path().string())});
+  }
+  return out;
+}
+
+bool violates(const explorer::ScenarioReport& report, spec::Invariant invariant) {
+  for (const auto& step : report.steps) {
+    if (step.violations.contains(invariant)) return true;
+  }
+  return false;
+}
+
+TEST(Counterexamples, EachBreaksItsInvariantUnderItsSemantics) {
+  const auto all = load_all();
+  EXPECT_GE(all.size(), 10u);
+  for (const Counterexample& c : all) {
+    EXPECT_TRUE(violates(explorer::run_scenario(c.program, c.semantics), c.invariant)) << c.file;
+  }
+}
+
+TEST(Counterexamples, Fp8smViolatesNothingOnAnyOfThem) {
+  for (const Counterexample& c : load_all()) {
+    const auto report = explorer::run_scenario(c.program, spec::Semantics::Fp8sm);
+    for (const auto& step : report.steps) EXPECT_TRUE(step.violations.empty()) << c.file << ": " << step.violations.to_string();
+  }
+}
+
+}  // namespace
+}  // namespace fp8sm
