@@ -18,7 +18,7 @@
 #pragma once
 
 // Boost.MPL's limits must be raised before any Boost header is read, so they are compile
-// definitions of the target (statemachine/CMakeLists.txt), checked here.
+// definitions of the fp8sm_boost_msm target (top-level CMakeLists.txt), checked here.
 #if !defined(BOOST_MPL_CFG_NO_PREPROCESSED_HEADERS) || BOOST_MPL_LIMIT_VECTOR_SIZE < 50
 #error "compile with -DBOOST_MPL_CFG_NO_PREPROCESSED_HEADERS -DBOOST_MPL_LIMIT_VECTOR_SIZE=50"
 #endif
@@ -85,10 +85,20 @@ using FailedForward = And_<Pr3213OrFp8sm, Exceptional>;
 using EntersRecompute = Or_<Upstream, CaptureComplete>;
 // §3.1: upstream and pr3213 read torch's grad mode; fp8sm the program's own, so that a
 // reentrant checkpoint's no-grad forward does not hide the update of an autocast inside it.
+#ifndef FP8SM_TEST_ONLY_BREAK_FP8SM
 using UpdatesForwardOnExit = And_<
     RestoresNoAutocast,
     Or_<And_<Upstream, GradIsOn>,
         And_<Not_<ExitingRecomputeAutocast>, Or_<And_<Pr3213, GradIsOn>, And_<Fp8sm, UserGradIsOn>>>>>;
+#else
+// A deliberately broken fp8sm, built only for tests/test_broken_semantics.cpp: one guard
+// removed, so a recompute's own autocast makes a forward update again. The explorer must
+// catch it.
+using UpdatesForwardOnExit = And_<
+    RestoresNoAutocast,
+    Or_<And_<Upstream, GradIsOn>,
+        Or_<And_<Not_<ExitingRecomputeAutocast>, And_<Pr3213, GradIsOn>>, And_<Fp8sm, UserGradIsOn>>>>;
+#endif
 
 // clang-format off
 // ===== Region 0: ownership (F) ==========================================================
