@@ -6,6 +6,7 @@
 #include <string>
 
 #include "explorer/scenario_run.hpp"
+#include "explorer/search.hpp"
 #include "spec/catalogue.hpp"
 #include "spec/scenario_parser.hpp"
 
@@ -25,6 +26,24 @@ inline spec::InvariantSet invariants(std::initializer_list<spec::Invariant> list
   spec::InvariantSet set;
   for (spec::Invariant i : list) set.add(i);
   return set;
+}
+
+// Whether some step of the report violates `invariant`.
+inline bool violates(const explorer::ScenarioReport& report, spec::Invariant invariant) {
+  for (const auto& step : report.steps) {
+    if (step.violations.contains(invariant)) return true;
+  }
+  return false;
+}
+
+// The round trip a user makes with a counterexample: print it, parse it back, run it.
+inline ::testing::AssertionResult replays(const explorer::Counterexample& c, spec::Semantics semantics) {
+  const std::string text = spec::print_scenario(c.program);
+  if (violates(explorer::run_scenario(spec::parse_scenario(text), semantics), c.invariant)) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << spec::id(c.invariant) << " does not replay under "
+                                       << spec::name(semantics) << ":\n" << text;
 }
 
 }  // namespace fp8sm::test_support

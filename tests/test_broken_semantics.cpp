@@ -18,6 +18,7 @@ TEST(BrokenSemantics, TheSearchFindsTheDuplicateForwardUpdate) {
   for (const auto& c : result.counterexamples) {
     if (c.invariant != spec::Invariant::I1) continue;
     found = true;
+    EXPECT_TRUE(test_support::replays(c, spec::Semantics::Fp8sm));
     // Replayed, the counterexample makes a second forward update.
     const auto report = explorer::run_scenario(c.program, spec::Semantics::Fp8sm);
     int forward = 0;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "explorer/scenario_run.hpp"
+#include "scenario_helpers.hpp"
 #include "spec/scenario_parser.hpp"
 
 namespace fp8sm {
@@ -40,18 +41,11 @@ std::vector<Counterexample> load_all() {
   return out;
 }
 
-bool violates(const explorer::ScenarioReport& report, spec::Invariant invariant) {
-  for (const auto& step : report.steps) {
-    if (step.violations.contains(invariant)) return true;
-  }
-  return false;
-}
-
 TEST(Counterexamples, EachBreaksItsInvariantUnderItsSemantics) {
   const auto all = load_all();
   EXPECT_GE(all.size(), 10u);
   for (const Counterexample& c : all) {
-    EXPECT_TRUE(violates(explorer::run_scenario(c.program, c.semantics), c.invariant)) << c.file;
+    EXPECT_TRUE(test_support::violates(explorer::run_scenario(c.program, c.semantics), c.invariant)) << c.file;
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "explorer/search.hpp"
 #include "scenario_helpers.hpp"
+#include "machine_helpers.hpp"
 #include "statemachine/machine.hpp"
 
 namespace fp8sm {
@@ -29,11 +30,7 @@ struct Recorder : statemachine::Hooks {
   void release_stash(CaptureId c) override { log.push_back("release@" + std::to_string(c)); }
 };
 
-void forward_module(Machine& machine, ModuleId m) {
-  ASSERT_FALSE(machine.fire(ModulePrepare{m}));
-  ASSERT_FALSE(machine.fire(ModuleClaim{m}));
-  ASSERT_FALSE(machine.fire(ModuleEndForward{m}));
-}
+using test_support::forward_module;
 
 // The backward update belongs to the pass: nobody owns it; one update when a pass that ran an
 // FP8 module backward completes, none when it failed or ran none.

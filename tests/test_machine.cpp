@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "machine_helpers.hpp"
 #include "statemachine/machine.hpp"
 
 namespace fp8sm {
@@ -27,11 +28,7 @@ struct Recorder : statemachine::Hooks {
 // The two semantics of TE (main and the PR); fp8sm's own edges are tested in test_fp8sm.cpp.
 constexpr Semantics kTeSemantics[] = {Semantics::Upstream, Semantics::Pr3213};
 
-void forward_module(Machine& machine, ModuleId m) {
-  ASSERT_FALSE(machine.fire(ModulePrepare{m}));
-  ASSERT_FALSE(machine.fire(ModuleClaim{m}));
-  ASSERT_FALSE(machine.fire(ModuleEndForward{m}));
-}
+using test_support::forward_module;
 
 TEST(AutocastEdges, DepthZeroEntryArmsOwnershipAndExitUpdatesOnce) {
   for (Semantics s : kTeSemantics) {
