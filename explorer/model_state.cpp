@@ -114,6 +114,11 @@ Verdict ModelState::finish_step(bool end_of_file) {
 
 std::string ModelState::encode() const {
   std::string out;
+  encode(out);
+  return out;
+}
+
+void ModelState::encode(std::string& out) const {
   program_.interpreter->encode(out);
   program_.checker->encode(out);
   reference_.interpreter->encode(out);
@@ -127,7 +132,6 @@ std::string ModelState::encode() const {
   put(out, saved_.size(), 2);
   for (bool b : saved_) put(out, b, 1);
   put(out, static_cast<std::uint32_t>(modules_used_), 2);
-  return out;
 }
 
 }  // namespace fp8sm::explorer

@@ -46,6 +46,7 @@ class ModelState {
 
   // Everything the future depends on, packed: equal encodings mean equal futures.
   std::string encode() const;
+  void encode(std::string& out) const;  // appends
 
  private:
   struct Run {

@@ -24,7 +24,9 @@ constexpr std::uint32_t kNoParent = 0xFFFFFFFFu;
 constexpr std::size_t kRoundPerThread = 64;  // parents expanded per thread per round
 
 std::uint64_t fingerprint(const ModelState& state) {
-  const std::string bytes = state.encode();
+  thread_local std::string bytes;  // reused: encoding is on the hot path
+  bytes.clear();
+  state.encode(bytes);
   return XXH3_64bits(bytes.data(), bytes.size());
 }
 

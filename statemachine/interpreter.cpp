@@ -96,7 +96,7 @@ void encode_graph(std::string& out, const Graph& graph) {
 }  // namespace
 
 void Interpreter::encode(std::string& out) const {
-  out += machine_.snapshot();
+  machine_.encode(out);
   put(out, scopes_.size(), 2);
   for (const Scope& scope : scopes_) {
     put(out, static_cast<std::uint64_t>(scope.op), 1);

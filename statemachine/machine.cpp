@@ -130,8 +130,13 @@ ModuleFlags Machine::module(ModuleId m) const {
 }
 
 std::string Machine::snapshot() const {
-  const MachineData& d = impl_->fsm.data;
   std::string out;
+  encode(out);
+  return out;
+}
+
+void Machine::encode(std::string& out) const {
+  const MachineData& d = impl_->fsm.data;
   for (int r = 0; r < 4; ++r) put(out, static_cast<std::uint64_t>(impl_->fsm.current_state()[r]), 1);
   put(out, static_cast<std::uint64_t>(d.semantics), 1);
   put(out, d.bit_at_autocast_entry.size(), 2);
@@ -173,7 +178,6 @@ std::string Machine::snapshot() const {
         1);
     put(out, m.stash_depth, 2);
   }
-  return out;
 }
 
 std::uint64_t Machine::fingerprint() const {

@@ -47,6 +47,7 @@ class Machine {
 
   // The region states and the data, packed; equal snapshots mean equal futures.
   std::string snapshot() const;
+  void encode(std::string& out) const;  // appends snapshot() to out
   // A 64-bit hash of snapshot() (XXH3), for seen-sets that store fingerprints.
   std::uint64_t fingerprint() const;
 
