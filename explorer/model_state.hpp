@@ -7,6 +7,7 @@
 // statement.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>

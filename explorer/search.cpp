@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 #include <unordered_set>
@@ -114,7 +115,7 @@ class Search {
       const Verdict verdict = next->apply(close_statement());
       ++stats.transitions;
       const std::uint64_t fp = fingerprint(*next);
-      record(verdict, layer[i].index, close_statement(), fp, depth, false);
+      record(verdict, layer[i].index, close_statement(), fp, depth);
       if (seen_.insert(fp).second) {
         tree_.push_back(Discovered{layer[i].index, close_statement()});
         layer.push_back(Entry{static_cast<std::uint32_t>(tree_.size() - 1), std::move(next)});
@@ -129,7 +130,7 @@ class Search {
       const Verdict verdict = e.state->end_here();
       if (verdict.violations.empty()) continue;
       const std::uint64_t fp = fingerprint(*e.state);
-      record(verdict, e.index, std::nullopt, fp, depth, true);
+      record(verdict, e.index, std::nullopt, fp, depth);
     }
   }
 
@@ -166,7 +167,7 @@ class Search {
       for (std::vector<Successor>& list : produced) {
         for (Successor& s : list) {
           ++stats.transitions;
-          record(s.verdict, s.parent, s.via, s.fingerprint, depth + 1, false);
+          record(s.verdict, s.parent, s.via, s.fingerprint, depth + 1);
           if (!seen_.insert(s.fingerprint).second) continue;
           tree_.push_back(Discovered{s.parent, s.via});
           next.push_back(Entry{static_cast<std::uint32_t>(tree_.size() - 1), std::move(s.state)});
@@ -180,8 +181,7 @@ class Search {
   // A transition (parent + statement) or a program end (parent, no statement) violated
   // something: count the state it leads to, and keep the first program as the counterexample.
   void record(const Verdict& verdict, std::uint32_t parent, std::optional<Statement> via, std::uint64_t target,
-              int length, bool program_end) {
-    (void)program_end;
+              int length) {
     for (spec::Invariant i : spec::kAllInvariants) {
       if (!verdict.violations.contains(i) || !checks_.contains(i)) continue;
       violating_[i].insert(target);
