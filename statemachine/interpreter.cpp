@@ -62,13 +62,6 @@ void Interpreter::run(const spec::Program& program) {
   end_of_file();
 }
 
-std::vector<Op> Interpreter::open_blocks() const {
-  std::vector<Op> out;
-  out.reserve(scopes_.size());
-  for (const Scope& scope : scopes_) out.push_back(scope.op);
-  return out;
-}
-
 namespace {
 
 void encode_statements(std::string& out, const std::vector<Statement>& statements) {

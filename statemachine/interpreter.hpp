@@ -46,13 +46,6 @@ class Interpreter : private Hooks {
   const std::vector<spec::StepResult>& steps() const { return steps_; }
   // The results of finished steps, handed over and forgotten (the explorer keeps none).
   std::vector<spec::StepResult> take_steps() { return std::exchange(steps_, {}); }
-  const spec::StepResult& current_step() const { return current_; }
-
-  // Between statements: the opening statements of the blocks still open, innermost last;
-  // whether the rest of a `try` or of the step is being skipped; which tapes exist.
-  std::vector<spec::Op> open_blocks() const;
-  bool skipping() const { return skip_.active; }
-  bool tape_saved(std::uint16_t tape) const { return tape < tapes_.size() && tapes_[tape].generation != 0; }
 
   // Between statements: everything the interpreter's future depends on, packed (the
   // machine's own snapshot included).
