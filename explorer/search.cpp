@@ -9,7 +9,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <thread>
 #include <unordered_set>
 
@@ -40,23 +39,24 @@ std::uint64_t peak_memory_bytes() {
   return 0;
 }
 
+// A stored state: how it was first reached. States themselves are not kept: one is rebuilt by
+// replaying its path from the root when it is expanded, so memory holds only this tree and
+// the fingerprints.
 struct Discovered {
   std::uint32_t parent = kNoParent;
   Statement via;
 };
 
-struct Successor {
-  std::uint32_t parent = 0;
+// What a worker found for one statement executed on one state, and for the blocks it may then
+// close for free: a chain of states, each the previous one plus a statement.
+struct Link {
   Statement via;
-  std::unique_ptr<ModelState> state;
   std::uint64_t fingerprint = 0;
-  Verdict verdict;
+  Verdict verdict;              // of the statement
+  Verdict end_verdict;          // of ending the program there (top level only)
+  bool top_level = false;
 };
-
-struct Entry {
-  std::uint32_t index = 0;
-  std::unique_ptr<ModelState> state;
-};
+using Chain = std::vector<Link>;
 
 class Search {
  public:
@@ -69,29 +69,25 @@ class Search {
 
   SearchResult run() {
     const auto start = std::chrono::steady_clock::now();
-    auto root = std::make_unique<ModelState>(options_.semantics);
-    seen_.insert(fingerprint(*root));
+    // The root: the empty program, which may also end here.
+    const ModelState root(options_.semantics);
+    const std::uint64_t root_fp = fingerprint(root);
+    seen_.insert(root_fp);
     tree_.push_back(Discovered{});
-    std::vector<Entry> layer;
-    layer.push_back(Entry{0, std::move(root)});
-    std::uint64_t expansion_transitions = 0;  // executed to reach the layer being closed
+    record(root.end_here(), 0, std::nullopt, root_fp, 0);
+    std::vector<std::uint32_t> layer = {0};
+    LayerStats stats;
     for (int depth = 0;; ++depth) {
-      LayerStats stats;
       stats.depth = depth;
-      stats.transitions = expansion_transitions;
-      close_blocks(layer, depth, stats);
       stats.frontier = layer.size();
       stats.distinct = tree_.size();
-      judge_program_ends(layer, depth);
       result_.depth_completed = depth;
       finish_layer(stats, start);
       if (depth == options_.depth || stopped_) break;
-      LayerStats expansion;
-      std::vector<Entry> next = expand(layer, depth, expansion);
-      expansion_transitions = expansion.transitions;
-      layer = std::move(next);
+      stats = LayerStats{};
+      layer = expand(layer, depth, stats);
       if (stopped_) {
-        result_.transitions += expansion_transitions;
+        result_.transitions += stats.transitions;
         break;
       }
     }
@@ -107,75 +103,81 @@ class Search {
   }
 
  private:
-  // Closing a block costs no depth: the layer is closed under it, in discovery order.
-  void close_blocks(std::vector<Entry>& layer, int depth, LayerStats& stats) {
-    for (std::size_t i = 0; i < layer.size(); ++i) {
-      if (layer[i].state->open_blocks().empty()) continue;
-      auto next = std::make_unique<ModelState>(*layer[i].state);
-      const Verdict verdict = next->apply(close_statement());
-      ++stats.transitions;
-      const std::uint64_t fp = fingerprint(*next);
-      record(verdict, layer[i].index, close_statement(), fp, depth);
-      if (seen_.insert(fp).second) {
-        tree_.push_back(Discovered{layer[i].index, close_statement()});
-        layer.push_back(Entry{static_cast<std::uint32_t>(tree_.size() - 1), std::move(next)});
-      }
-    }
+  // The state stored at `index`, rebuilt from the root.
+  ModelState rebuild(std::uint32_t index) const {
+    std::vector<Statement> path;
+    for (std::uint32_t at = index; at != 0; at = tree_[at].parent) path.push_back(tree_[at].via);
+    ModelState state(options_.semantics);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) state.apply(*it);
+    return state;
   }
 
-  // A program may end wherever no block is open.
-  void judge_program_ends(const std::vector<Entry>& layer, int depth) {
-    for (const Entry& e : layer) {
-      if (!e.state->open_blocks().empty()) continue;
-      const Verdict verdict = e.state->end_here();
-      if (verdict.violations.empty()) continue;
-      const std::uint64_t fp = fingerprint(*e.state);
-      record(verdict, e.index, std::nullopt, fp, depth);
+  // One statement on `parent`, then the blocks it leaves open closed one by one (closing is
+  // free: all of these states belong to the next layer). Program ends are judged here, where
+  // the state is at hand.
+  Chain extend(const ModelState& parent, const Statement& s) const {
+    Chain chain;
+    ModelState state(parent);
+    Statement via = s;
+    for (;;) {
+      Link link;
+      link.via = via;
+      link.verdict = state.apply(via);
+      link.fingerprint = fingerprint(state);
+      link.top_level = state.open_blocks().empty();
+      if (link.top_level) link.end_verdict = state.end_here();
+      chain.push_back(std::move(link));
+      if (state.open_blocks().empty()) break;
+      via = close_statement();
     }
+    return chain;
   }
 
-  std::vector<Entry> expand(const std::vector<Entry>& layer, int depth, LayerStats& stats) {
-    std::vector<Entry> next;
+  // Layer d+1 from layer d: workers rebuild and extend states of consecutive indices in rounds;
+  // one thread merges in index order, so numbering does not depend on the thread count.
+  std::vector<std::uint32_t> expand(const std::vector<std::uint32_t>& layer, int depth, LayerStats& stats) {
+    std::vector<std::uint32_t> next;
     const int threads = std::max(1, options_.threads);
     const std::size_t round = kRoundPerThread * static_cast<std::size_t>(threads);
     for (std::size_t begin = 0; begin < layer.size() && !stopped_; begin += round) {
       const std::size_t end = std::min(layer.size(), begin + round);
-      std::vector<std::vector<Successor>> produced(end - begin);
+      std::vector<std::vector<Chain>> produced(end - begin);
       std::atomic<std::size_t> cursor{begin};
       auto work = [&] {
         std::vector<Statement> alphabet;
         for (std::size_t i = cursor++; i < end; i = cursor++) {
-          next_statements(*layer[i].state, options_.alphabet, alphabet);
-          std::vector<Successor>& out = produced[i - begin];
+          const ModelState parent = rebuild(layer[i]);
+          next_statements(parent, options_.alphabet, alphabet);
+          std::vector<Chain>& out = produced[i - begin];
           out.reserve(alphabet.size());
-          for (const Statement& s : alphabet) {
-            Successor successor;
-            successor.parent = layer[i].index;
-            successor.via = s;
-            successor.state = std::make_unique<ModelState>(*layer[i].state);
-            successor.verdict = successor.state->apply(s);
-            successor.fingerprint = fingerprint(*successor.state);
-            out.push_back(std::move(successor));
-          }
+          for (const Statement& s : alphabet) out.push_back(extend(parent, s));
         }
       };
       std::vector<std::thread> pool;
       for (int t = 1; t < threads; ++t) pool.emplace_back(work);
       work();
       for (std::thread& t : pool) t.join();
-      // Merge in discovery order: the same numbering whatever the thread count.
-      for (std::vector<Successor>& list : produced) {
-        for (Successor& s : list) {
-          ++stats.transitions;
-          record(s.verdict, s.parent, s.via, s.fingerprint, depth + 1);
-          if (!seen_.insert(s.fingerprint).second) continue;
-          tree_.push_back(Discovered{s.parent, s.via});
-          next.push_back(Entry{static_cast<std::uint32_t>(tree_.size() - 1), std::move(s.state)});
-          if (options_.max_states != 0 && tree_.size() >= options_.max_states) stopped_ = true;
-        }
+      for (std::size_t i = begin; i < end; ++i) {
+        for (const Chain& chain : produced[i - begin]) merge(chain, layer[i], depth + 1, next, stats);
       }
     }
     return next;
+  }
+
+  // Records the chain's verdicts and stores its new states. A state seen before had its own
+  // closing chain stored when first seen, so the rest of this chain adds nothing.
+  void merge(const Chain& chain, std::uint32_t parent, int length, std::vector<std::uint32_t>& next,
+             LayerStats& stats) {
+    for (const Link& link : chain) {
+      ++stats.transitions;
+      record(link.verdict, parent, link.via, link.fingerprint, length);
+      if (!seen_.insert(link.fingerprint).second) return;
+      tree_.push_back(Discovered{parent, link.via});
+      parent = static_cast<std::uint32_t>(tree_.size() - 1);
+      next.push_back(parent);
+      if (link.top_level) record(link.end_verdict, parent, std::nullopt, link.fingerprint, length);
+      if (options_.max_states != 0 && tree_.size() >= options_.max_states) stopped_ = true;
+    }
   }
 
   // A transition (parent + statement) or a program end (parent, no statement) violated
@@ -223,7 +225,7 @@ class Search {
   spec::InvariantSet checks_;
   std::vector<Discovered> tree_;
   std::unordered_set<std::uint64_t> seen_;
-  std::map<spec::Invariant, std::set<std::uint64_t>> violating_;
+  std::map<spec::Invariant, std::unordered_set<std::uint64_t>> violating_;
   std::map<spec::Invariant, Counterexample> first_;
   bool stopped_ = false;
   SearchResult result_;

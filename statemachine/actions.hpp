@@ -129,25 +129,34 @@ FP8SM_ACTION(PopStash, {
   hooks.pop_stash(event.module);
 })
 FP8SM_ACTION(RestoreLiveMeta, hooks.restore(event.module))
-// fp8sm: the checkpoint instance keeps the stash (every open original forward of the current
-// context stashes: an enclosing checkpoint's recompute replays an inner one's modules too).
+// fp8sm: the checkpoint instance keeps the stash: every open original forward of the current
+// context records the run (an enclosing checkpoint's recompute replays an inner one's modules
+// too), with a clone of the live meta when the module runs in FP8.
 FP8SM_ACTION(StashIntoCheckpoints, {
+  const bool fp8 = data.module(event.module).fp8;
   for (auto it = data.checkpoint_frames.rbegin(); it != data.checkpoint_frames.rend() && !it->recompute; ++it) {
-    data.stash_of(it->capture).push_back(event.module);
-    hooks.stash_for(event.module, it->capture);
+    data.stash_of(it->capture).push_back(MachineData::StashedRun{event.module, fp8});
+    if (fp8) hooks.stash_for(event.module, it->capture);
   }
 })
 FP8SM_ACTION(SaveLiveMetaForReplay, {
   data.module(event.module).restore_pending = true;
   hooks.save_for_restore(event.module);
 })
+// The recompute's k-th run of the module follows the original's k-th run; an FP8 one gets the
+// meta stashed for it (its rank among the module's FP8 runs names the clone).
 FP8SM_ACTION(ReplayStashedMeta, {
   MachineData::CheckpointFrame& frame = *data.innermost_recompute();
-  const auto occurrence =
-      static_cast<unsigned>(std::count(frame.replayed.begin(), frame.replayed.end(), event.module));
+  const MachineData::StashedRun* run = data.replay_entry(event.module);
+  unsigned fp8_rank = 0;
+  for (const MachineData::StashedRun& r : data.checkpoint_stash[frame.capture]) {
+    if (&r == run) break;
+    fp8_rank += (r.module == event.module && r.fp8) ? 1u : 0u;
+  }
   frame.replayed.push_back(event.module);
-  hooks.replay_stash(event.module, frame.capture, occurrence);
+  hooks.replay_stash(event.module, frame.capture, fp8_rank);
 })
+FP8SM_ACTION(SkipReplayedRun, data.innermost_recompute()->replayed.push_back(event.module))
 FP8SM_ACTION(RestoreAfterReplay, {
   data.module(event.module).restore_pending = false;
   hooks.restore(event.module);

@@ -163,7 +163,7 @@ void Machine::encode(std::string& out) const {
   put(out, d.checkpoint_stash.size(), 4);
   for (const auto& stash : d.checkpoint_stash) {
     put(out, stash.size(), 2);
-    for (ModuleId m : stash) put(out, m, 2);
+    for (const auto& run : stash) put(out, run.module | (static_cast<std::uint64_t>(run.fp8) << 16), 3);
   }
   put(out, d.autocasts.size(), 2);
   for (const auto& a : d.autocasts) put(out, static_cast<std::uint64_t>(a.mode_before) * 2u + a.recompute_internal, 1);

@@ -75,8 +75,13 @@ struct MachineData {
     std::vector<ModuleId> replayed;
   };
   std::vector<CheckpointFrame> checkpoint_frames;
-  // fp8sm: per checkpoint instance (index = CaptureId), the modules it stashed, in order.
-  std::vector<std::vector<ModuleId>> checkpoint_stash;
+  // fp8sm: per checkpoint instance (index = CaptureId), every module run of its original
+  // forward, in order, and whether it ran in FP8 (only those have a stashed meta).
+  struct StashedRun {
+    ModuleId module = 0;
+    bool fp8 = false;
+  };
+  std::vector<std::vector<StashedRun>> checkpoint_stash;
 
   // Autocast region: one frame per open autocast; depth is its size.
   std::vector<AutocastFrame> autocasts;
@@ -107,7 +112,7 @@ struct MachineData {
     if (c >= captures.size()) captures.resize(c + 1u);
     return captures[c];
   }
-  std::vector<ModuleId>& stash_of(CaptureId c) {
+  std::vector<StashedRun>& stash_of(CaptureId c) {
     if (c >= checkpoint_stash.size()) checkpoint_stash.resize(c + 1u);
     return checkpoint_stash[c];
   }
@@ -121,14 +126,16 @@ struct MachineData {
   CheckpointFrame* innermost_recompute() {
     return const_cast<CheckpointFrame*>(static_cast<const MachineData*>(this)->innermost_recompute());
   }
-  // fp8sm: whether the innermost recompute's checkpoint stashed module `m` once more than the
-  // recompute has replayed it.
-  bool has_replay_entry(ModuleId m) const {
+  // fp8sm: the run of module `m` of the innermost recompute's original forward that the
+  // recompute's next run of `m` replays, or nullptr when the original ran `m` fewer times.
+  const StashedRun* replay_entry(ModuleId m) const {
     const CheckpointFrame* frame = innermost_recompute();
-    if (frame == nullptr || frame->capture >= checkpoint_stash.size()) return false;
-    const auto& stashed = checkpoint_stash[frame->capture];
-    return std::count(stashed.begin(), stashed.end(), m) >
-           std::count(frame->replayed.begin(), frame->replayed.end(), m);
+    if (frame == nullptr || frame->capture >= checkpoint_stash.size()) return nullptr;
+    auto k = std::count(frame->replayed.begin(), frame->replayed.end(), m);
+    for (const StashedRun& run : checkpoint_stash[frame->capture]) {
+      if (run.module == m && k-- == 0) return &run;
+    }
+    return nullptr;
   }
 
   // For guards, which change nothing: a record never created reads as its initial value.

@@ -223,18 +223,20 @@ R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModu
 R<InOriginalForward , ModulePrepare          , none               , MarkModuleNotFp8                                 , And_<NotFp8sm, Not_<InFp8Autocast>>                          >,
 R<OutsideCheckpoint , ModulePrepare          , none               , Seq<MarkModuleFp8, RegisterIfNew>                , InFp8Autocast                                >,
 R<OutsideCheckpoint , ModulePrepare          , none               , MarkModuleNotFp8                                 , Not_<InFp8Autocast>                          >,
-// fp8sm prepare_forward: a recompute replays the entry its own checkpoint stashed for the
-//      module (its k-th for the module's k-th run), whatever m.fp8 says; a module without one
-//      runs on live meta. Either way the live meta comes back at end_forward, so no recompute
+// fp8sm prepare_forward: a recompute's k-th run of a module follows the original's k-th run
+//      of it, recorded by its own checkpoint: FP8 with the stashed meta, or not FP8, whatever
+//      m.fp8 says; a run the original did not make runs on live meta. Either way the live meta comes back at end_forward, so no recompute
 //      amax reaches an update, and a recompute registers nothing (I9). Every open original
 //      forward of the context stashes.
-R<InRecompute       , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay, ReplayStashedMeta>                      , And_<Fp8sm, HasReplayEntry>                                      >,
+R<InRecompute       , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay, ReplayStashedMeta>                      , And_<Fp8sm, And_<HasReplayEntry, ReplayEntryIsFp8>>             >,
+R<InRecompute       , ModulePrepare          , none               , Seq<MarkModuleNotFp8, SkipReplayedRun>                                            , And_<Fp8sm, And_<HasReplayEntry, Not_<ReplayEntryIsFp8>>>       >,
 R<InRecompute       , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay>                                         , And_<Fp8sm, And_<Not_<HasReplayEntry>, InFp8Autocast>>           >,
 R<InRecompute       , ModulePrepare          , none               , MarkModuleNotFp8                                                                  , And_<Fp8sm, And_<Not_<HasReplayEntry>, Not_<InFp8Autocast>>>     >,
-R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay, ReplayStashedMeta, StashIntoCheckpoints>, And_<Fp8sm, And_<InReplay, HasReplayEntry>>                     >,
+R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay, ReplayStashedMeta, StashIntoCheckpoints>, And_<Fp8sm, And_<HasReplayEntry, ReplayEntryIsFp8>>             >,
+R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleNotFp8, SkipReplayedRun, StashIntoCheckpoints>                      , And_<Fp8sm, And_<HasReplayEntry, Not_<ReplayEntryIsFp8>>>       >,
 R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleFp8, SaveLiveMetaForReplay, StashIntoCheckpoints>                   , And_<Fp8sm, And_<And_<InReplay, Not_<HasReplayEntry>>, InFp8Autocast>> >,
 R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleFp8, RegisterIfNew, StashIntoCheckpoints>                           , And_<Fp8sm, And_<Not_<InReplay>, InFp8Autocast>>                  >,
-R<InOriginalForward , ModulePrepare          , none               , MarkModuleNotFp8                                                                  , And_<Fp8sm, And_<Not_<HasReplayEntry>, Not_<InFp8Autocast>>>     >,
+R<InOriginalForward , ModulePrepare          , none               , Seq<MarkModuleNotFp8, StashIntoCheckpoints>                                       , And_<Fp8sm, And_<Not_<HasReplayEntry>, Not_<InFp8Autocast>>>     >,
 // ----------------------------------------------------------------------------------------
 // §3.2 end_forward (m.fp8 and phase): RESTORE live meta := m.updated (KeyError if never saved)
 R<InRecompute       , ModuleEndForward       , none               , RestoreLiveMeta             , And_<NotFp8sm, And_<ModuleIsFp8, ModuleHasSavedMeta>>       >,
