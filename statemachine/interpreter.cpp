@@ -470,6 +470,13 @@ void Interpreter::backpropagate(const std::vector<Node>& nodes) {
       const ReentrantRecord record = reentrant_[static_cast<std::size_t>(node.reentrant)];
       try {
         recompute(record.capture, record.fp8, record.body, sub_tape);  // §3.5 CKR_BWD
+      } catch (const ModelException&) {
+        // A failed recompute's graph is never backpropagated.
+        for (const Node& n : sub_tape.nodes) observer_->node_discarded(n.id);
+        drop_nodes(sub_tape.nodes);
+        throw;
+      }
+      try {
         backpropagate(sub_tape.nodes);
       } catch (const ModelException&) {
         drop_nodes(sub_tape.nodes);
