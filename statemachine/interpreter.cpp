@@ -340,8 +340,7 @@ void Interpreter::unwind(const ModelException& e) {
       const std::vector<Node> discarded(graph.nodes.begin() + static_cast<std::ptrdiff_t>(std::min(keep, graph.nodes.size())),
                                         graph.nodes.end());
       graph.nodes.resize(std::min(keep, graph.nodes.size()));
-      for (const Node& node : discarded) observer_->node_discarded(node.id);
-      drop_nodes(discarded);
+      abandon_nodes(discarded);
       skip_ = Skip{true, false, unwound};
       return;
     }
@@ -355,10 +354,9 @@ void Interpreter::unwind(const ModelException& e) {
   observer_->exception_escaped(e.raised);
   // The step's backward is skipped: what the step recorded (and did not save) is never
   // backpropagated, as if a `try` around the whole step had caught the exception.
-  for (const Node& node : step_graph_.nodes) observer_->node_discarded(node.id);
   const std::vector<Node> abandoned = std::move(step_graph_.nodes);
   step_graph_.nodes.clear();
-  drop_nodes(abandoned);
+  abandon_nodes(abandoned);
   skip_ = Skip{true, true, 0};
 }
 
@@ -471,9 +469,7 @@ void Interpreter::backpropagate(const std::vector<Node>& nodes) {
       try {
         recompute(record.capture, record.fp8, record.body, sub_tape);  // §3.5 CKR_BWD
       } catch (const ModelException&) {
-        // A failed recompute's graph is never backpropagated.
-        for (const Node& n : sub_tape.nodes) observer_->node_discarded(n.id);
-        drop_nodes(sub_tape.nodes);
+        abandon_nodes(sub_tape.nodes);  // a failed recompute's graph is never backpropagated
         throw;
       }
       try {
@@ -569,6 +565,11 @@ void Interpreter::record_node(Node node) {
   observer_->node_recorded(node.id, node.module, node.kind == Node::Kind::Module && node.owner,
                            current_graph_->live);
   current_graph_->nodes.push_back(node);
+}
+
+void Interpreter::abandon_nodes(const std::vector<Node>& nodes) {
+  for (const Node& node : nodes) observer_->node_discarded(node.id);
+  drop_nodes(nodes);
 }
 
 void Interpreter::drop_nodes(const std::vector<Node>& nodes) {

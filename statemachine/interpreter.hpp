@@ -95,6 +95,9 @@ class Interpreter : private Hooks {
   int innermost_frame() const;
   // Nodes that will never be backpropagated (again): checkpoints they held are released.
   void drop_nodes(const std::vector<Node>& nodes);
+  // The same for nodes that never were (a try, an uncaught exception, a failed recompute
+  // abandoned them): the observer learns they were discarded.
+  void abandon_nodes(const std::vector<Node>& nodes);
   void release_checkpoint(CaptureId capture);
 
   template <class Event>
