@@ -44,27 +44,24 @@ ModelState::ModelState(const ModelState& other)
       reference_(copy_run(other.reference_)),
       recompute_specific_(other.recompute_specific_),
       reference_comparable_(other.reference_comparable_),
-      reference_dropped_(other.reference_dropped_),
       open_(other.open_),
-      checkpoints_open_(other.checkpoints_open_),
       saved_(other.saved_),
       modules_used_(other.modules_used_) {}
 
+bool ModelState::inside_checkpoint() const {
+  return std::any_of(open_.begin(), open_.end(), spec::is_checkpoint);
+}
+
 Verdict ModelState::apply(const Statement& s) {
-  recompute_specific_ = recompute_specific_ || spec::recompute_specific(s.op, checkpoints_open_ > 0);
+  recompute_specific_ = recompute_specific_ || spec::recompute_specific(s.op, inside_checkpoint());
   // The reference sees the program without checkpoint blocks and recompute_uncaptured
   // (spec::without_checkpoints, statement by statement).
   bool reference_skips = s.op == Op::RecomputeUncaptured;
   if (spec::opens_block(s.op)) {
-    const bool checkpoint = spec::is_checkpoint(s.op);
-    reference_dropped_.push_back(checkpoint);
     open_.push_back(s.op);
-    checkpoints_open_ += checkpoint ? 1 : 0;
-    reference_skips = checkpoint;
+    reference_skips = spec::is_checkpoint(s.op);
   } else if (s.op == Op::Close) {
-    reference_skips = reference_dropped_.back();
-    checkpoints_open_ -= reference_dropped_.back() ? 1 : 0;
-    reference_dropped_.pop_back();
+    reference_skips = spec::is_checkpoint(open_.back());
     open_.pop_back();
   } else if (s.op == Op::Save) {
     if (s.name >= saved_.size()) saved_.resize(s.name + 1u, false);
@@ -126,9 +123,7 @@ void ModelState::encode(std::string& out) const {
   using statemachine::put;
   put(out, recompute_specific_ | (reference_comparable_ << 1), 1);
   put(out, open_.size(), 2);
-  for (std::size_t i = 0; i < open_.size(); ++i) {
-    put(out, static_cast<std::uint64_t>(open_[i]) | (reference_dropped_[i] << 7), 1);
-  }
+  for (spec::Op op : open_) put(out, static_cast<std::uint64_t>(op), 1);
   put(out, saved_.size(), 2);
   for (bool b : saved_) put(out, b, 1);
   put(out, static_cast<std::uint32_t>(modules_used_), 2);

@@ -41,7 +41,7 @@ class ModelState {
 
   // Static facts for the alphabet.
   const std::vector<spec::Op>& open_blocks() const { return open_; }
-  bool inside_checkpoint() const { return checkpoints_open_ > 0; }
+  bool inside_checkpoint() const;
   bool tape_saved(std::uint16_t tape) const { return tape < saved_.size() && saved_[tape]; }
   int modules_used() const { return modules_used_; }
 
@@ -62,9 +62,7 @@ class ModelState {
   Run reference_;
   bool recompute_specific_ = false;  // see spec::recompute_specific: I8 no longer applies
   bool reference_comparable_ = true;
-  std::vector<bool> reference_dropped_;  // per open block: a checkpoint the reference skips
-  std::vector<spec::Op> open_;
-  int checkpoints_open_ = 0;
+  std::vector<spec::Op> open_;  // opening statements of the open blocks; the reference skips checkpoints
   std::vector<bool> saved_;  // per tape: some `save` of it appears in the prefix
   int modules_used_ = 0;     // module names are used in order L0, L1, ... (first use)
 };
