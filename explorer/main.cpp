@@ -2,7 +2,7 @@
 // and checks the invariants of spec §5.
 //
 //   explorer --depth N [--semantics fp8sm|upstream|pr3213] [--modules K] [--check I1,I4] [--threads T]
-//            [--max-states M] [--no-symmetry] [--json]
+//            [--max-states M] [--max-memory BYTES[K|M|G]] [--no-symmetry] [--no-id-canon] [--json]
 //                                        every program of up to N statements
 //   explorer run FILE|NAME [--semantics fp8sm|upstream|pr3213] [--json]
 //   explorer catalogue [--semantics S]   every built-in scenario, all semantics by default
@@ -15,7 +15,10 @@
 
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -126,9 +129,33 @@ spec::InvariantSet checks_option(const std::string& text) {
   return set;
 }
 
+// "512M", "4G", "1000000": bytes, with an optional binary suffix.
+std::uint64_t memory_option(const std::string& text) {
+  const auto bad = [&] {
+    return UsageError{"--max-memory: '" + text + "' is not a size (expected e.g. 4G, 512M, 65536K or bytes)"};
+  };
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front()))) throw bad();
+  std::size_t used = 0;
+  std::uint64_t value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  const std::string suffix = text.substr(used);
+  int shift = 0;
+  if (suffix == "K" || suffix == "k") shift = 10;
+  else if (suffix == "M" || suffix == "m") shift = 20;
+  else if (suffix == "G" || suffix == "g") shift = 30;
+  else if (!suffix.empty()) throw bad();
+  if (shift != 0 && value > (std::numeric_limits<std::uint64_t>::max() >> shift)) throw bad();
+  return value << shift;
+}
+
 int depth_command(explorer::SearchOptions options, const std::string& semantics, const std::string& checks,
-                  bool json) {
+                  const std::string& max_memory, bool json) {
   options.semantics = semantics_option(semantics);
+  if (!max_memory.empty()) options.max_memory = memory_option(max_memory);
   if (!checks.empty()) options.checks = checks_option(checks);
   if (options.depth < 0) throw UsageError{"--depth: must be 0 or more"};
   if (options.alphabet.modules < 1 || options.alphabet.modules > 16) throw UsageError{"--modules: must be 1 to 16"};
@@ -189,6 +216,9 @@ int main(int argc, char** argv) {
   app.add_option("--check", checks, "with --depth: only these invariants, e.g. I1,I4");
   app.add_option("--threads", search.threads, "with --depth: worker threads (default 1)");
   app.add_option("--max-states", search.max_states, "with --depth: stop past this many states (0: none)");
+  std::string max_memory;
+  app.add_option("--max-memory", max_memory,
+                 "with --depth: stop before the stored states need more than this (e.g. 4G; default: no limit)");
   app.add_flag("--no-symmetry", no_symmetry, "with --depth: do not reduce by module-name symmetry");
   app.add_flag("--json", search_json, "with --depth: print one JSON object");
 
@@ -222,7 +252,7 @@ int main(int argc, char** argv) {
       if (!depth) throw UsageError{"give a command (run, catalogue, list, invariants, table) or --depth N"};
       search.depth = *depth;
       search.alphabet.symmetry = !no_symmetry;
-      return depth_command(search, search_semantics, checks, search_json);
+      return depth_command(search, search_semantics, checks, max_memory, search_json);
     }
     if (depth) throw UsageError{"--depth is not an option of a command: use 'explorer --depth N'"};
     if (*run) return run_command(target, semantics, json);

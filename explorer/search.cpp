@@ -10,9 +10,9 @@
 #include <memory>
 #include <optional>
 #include <thread>
-#include <unordered_set>
-
+#include "explorer/fingerprint_set.hpp"
 #include "explorer/model_state.hpp"
+#include "explorer/search_tree.hpp"
 
 namespace fp8sm::explorer {
 
@@ -20,7 +20,6 @@ using spec::Statement;
 
 namespace {
 
-constexpr std::uint32_t kNoParent = 0xFFFFFFFFu;
 constexpr std::size_t kRoundPerThread = 64;  // parents expanded per thread per round
 
 std::uint64_t fingerprint(const ModelState& state) {
@@ -38,14 +37,6 @@ std::uint64_t peak_memory_bytes() {
   }
   return 0;
 }
-
-// A stored state: how it was first reached. States themselves are not kept: one is rebuilt by
-// replaying its path from the root when it is expanded, so memory holds only this tree and
-// the fingerprints.
-struct Discovered {
-  std::uint32_t parent = kNoParent;
-  Statement via;
-};
 
 // What a worker found for one statement executed on one state, and for the blocks it may then
 // close for free: a chain of states, each the previous one plus a statement.
@@ -73,7 +64,6 @@ class Search {
     const ModelState root(options_.semantics);
     const std::uint64_t root_fp = fingerprint(root);
     seen_.insert(root_fp);
-    tree_.push_back(Discovered{});
     record(root.end_here(), 0, std::nullopt, root_fp, 0);
     std::vector<std::uint32_t> layer = {0};
     LayerStats stats;
@@ -83,16 +73,19 @@ class Search {
       stats.distinct = tree_.size();
       result_.depth_completed = depth;
       finish_layer(stats, start);
-      if (depth == options_.depth || stopped_) break;
+      if (depth == options_.depth || stopped_ != StopReason::None) break;
       stats = LayerStats{};
       layer = expand(layer, depth, stats);
-      if (stopped_) {
+      if (stopped_ != StopReason::None) {
         result_.transitions += stats.transitions;
         break;
       }
     }
-    if (stopped_) result_.complete = false;
+    result_.complete = stopped_ == StopReason::None;
+    result_.stop_reason = stopped_;
     result_.distinct = tree_.size();
+    result_.stored_bytes = seen_.bytes() + tree_.bytes();
+    for (const auto& [invariant, states] : violating_) result_.stored_bytes += states.bytes();
     result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result_.peak_memory_bytes = peak_memory_bytes();
     const double n = static_cast<double>(result_.distinct);
@@ -105,10 +98,8 @@ class Search {
  private:
   // The state stored at `index`, rebuilt from the root.
   ModelState rebuild(std::uint32_t index) const {
-    std::vector<Statement> path;
-    for (std::uint32_t at = index; at != 0; at = tree_[at].parent) path.push_back(tree_[at].via);
     ModelState state(options_.semantics);
-    for (auto it = path.rbegin(); it != path.rend(); ++it) state.apply(*it);
+    for (const Statement& s : tree_.path(index)) state.apply(s);
     return state;
   }
 
@@ -139,7 +130,7 @@ class Search {
     std::vector<std::uint32_t> next;
     const int threads = std::max(1, options_.threads);
     const std::size_t round = kRoundPerThread * static_cast<std::size_t>(threads);
-    for (std::size_t begin = 0; begin < layer.size() && !stopped_; begin += round) {
+    for (std::size_t begin = 0; begin < layer.size() && stopped_ == StopReason::None; begin += round) {
       const std::size_t end = std::min(layer.size(), begin + round);
       std::vector<std::vector<Chain>> produced(end - begin);
       std::atomic<std::size_t> cursor{begin};
@@ -171,13 +162,27 @@ class Search {
     for (const Link& link : chain) {
       ++stats.transitions;
       record(link.verdict, parent, link.via, link.fingerprint, length);
-      if (!seen_.insert(link.fingerprint).second) return;
-      tree_.push_back(Discovered{parent, link.via});
-      parent = static_cast<std::uint32_t>(tree_.size() - 1);
+      if (seen_.contains(link.fingerprint)) return;
+      if (over_memory_budget()) {
+        stopped_ = StopReason::MaxMemory;
+        return;
+      }
+      seen_.insert(link.fingerprint);
+      parent = tree_.add(parent, link.via);
       next.push_back(parent);
       if (link.top_level) record(link.end_verdict, parent, std::nullopt, link.fingerprint, length);
-      if (options_.max_states != 0 && tree_.size() >= options_.max_states) stopped_ = true;
+      if (options_.max_states != 0 && tree_.size() >= options_.max_states) stopped_ = StopReason::MaxStates;
     }
+  }
+
+  // Whether storing one more state would take the table (while it grows, old and new copy
+  // together) and the tree past --max-memory.
+  bool over_memory_budget() const {
+    if (options_.max_memory == 0) return false;
+    std::size_t needed = seen_.bytes() + tree_.bytes();
+    if (seen_.full()) needed += seen_.bytes_after_growth();
+    if (tree_.full()) needed += SearchTree::chunk_bytes();
+    return needed > options_.max_memory;
   }
 
   // A transition (parent + statement) or a program end (parent, no statement) violated
@@ -186,7 +191,7 @@ class Search {
               int length) {
     for (spec::Invariant i : spec::kAllInvariants) {
       if (!verdict.violations.contains(i) || !checks_.contains(i)) continue;
-      violating_[i].insert(target);
+      violating_.try_emplace(i, 16).first->second.insert(target);
       if (first_.count(i) != 0) continue;
       Counterexample example;
       example.invariant = i;
@@ -199,10 +204,8 @@ class Search {
 
   // The statements from the root to `parent`, then `via`, then closes for the open blocks.
   std::vector<Statement> path_to(std::uint32_t parent, const std::optional<Statement>& via) const {
-    std::vector<Statement> path;
+    std::vector<Statement> path = tree_.path(parent);
     if (via) path.push_back(*via);
-    for (std::uint32_t at = parent; at != 0; at = tree_[at].parent) path.push_back(tree_[at].via);
-    std::reverse(path.begin(), path.end());
     int open = 0;
     for (const Statement& s : path) {
       if (spec::opens_block(s.op)) ++open;
@@ -223,11 +226,11 @@ class Search {
   SearchOptions options_;
   ProgressCallback progress_;
   spec::InvariantSet checks_;
-  std::vector<Discovered> tree_;
-  std::unordered_set<std::uint64_t> seen_;
-  std::map<spec::Invariant, std::unordered_set<std::uint64_t>> violating_;
+  SearchTree tree_;
+  FingerprintSet seen_;
+  std::map<spec::Invariant, FingerprintSet> violating_;
   std::map<spec::Invariant, Counterexample> first_;
-  bool stopped_ = false;
+  StopReason stopped_ = StopReason::None;
   SearchResult result_;
 };
 

@@ -32,7 +32,11 @@ struct SearchOptions {
   spec::InvariantSet checks;  // empty: all
   int threads = 1;
   std::uint64_t max_states = 0;  // 0: no limit; else stop cleanly past this many distinct states
+  std::uint64_t max_memory = 0;  // 0: no limit; else stop cleanly before the stored states (fingerprint
+                                 // table and tree) need more bytes than this
 };
+
+enum class StopReason { None, MaxStates, MaxMemory };
 
 struct Counterexample {
   spec::Invariant invariant = spec::Invariant::I1;
@@ -54,10 +58,12 @@ struct SearchResult {
   std::vector<LayerStats> layers;
   std::uint64_t distinct = 0;
   std::uint64_t transitions = 0;
-  bool complete = true;  // false: stopped by max_states
+  bool complete = true;  // false: stopped by max_states or max_memory
+  StopReason stop_reason = StopReason::None;
   int depth_completed = 0;
   double seconds = 0;
   std::uint64_t peak_memory_bytes = 0;
+  std::uint64_t stored_bytes = 0;  // fingerprint tables and tree, beyond the frontier
   double collision_probability = 0;  // of the 64-bit fingerprints, for `distinct` states
 };
 

@@ -30,6 +30,19 @@ std::string indent(const std::string& text, const std::string& prefix) {
   return out;
 }
 
+double bytes_per_state(const SearchResult& r) {
+  return r.distinct > 0 ? static_cast<double>(r.stored_bytes) / static_cast<double>(r.distinct) : 0.0;
+}
+
+const char* stop_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::None: return "none";
+    case StopReason::MaxStates: return "max-states";
+    case StopReason::MaxMemory: return "max-memory";
+  }
+  return "none";
+}
+
 double rate(const SearchResult& r) { return r.seconds > 0 ? static_cast<double>(r.distinct) / r.seconds : 0.0; }
 
 }  // namespace
@@ -44,7 +57,8 @@ void print_search_text(std::ostream& out, const SearchOptions& options, const Se
     out << l.depth << "  " << l.frontier << "  " << l.distinct << "  " << l.transitions << "\n";
   }
   if (!result.complete) {
-    out << "stopped at the state budget (--max-states) while expanding depth " << result.depth_completed
+    out << "stopped at the " << (result.stop_reason == StopReason::MaxMemory ? "memory budget (--max-memory)" : "state budget (--max-states)")
+        << " while expanding depth " << result.depth_completed
         << ": complete to depth " << result.depth_completed << " only; the verdicts below are for what was explored\n";
   }
   for (const Counterexample& c : result.counterexamples) {
@@ -61,13 +75,16 @@ void print_search_text(std::ostream& out, const SearchOptions& options, const Se
       << fixed(result.seconds, 2) << " s, " << fixed(rate(result), 0) << " states/s, peak memory "
       << fixed(static_cast<double>(result.peak_memory_bytes) / (1024.0 * 1024.0), 1)
       << " MiB, fingerprint collision probability " << scientific(result.collision_probability) << "\n";
+  out << "stored: " << fixed(bytes_per_state(result), 1)
+      << " bytes per state (fingerprint table and search tree, frontier aside)\n";
 }
 
 void print_search_json(std::ostream& out, const SearchOptions& options, const SearchResult& result) {
   out << "{\"semantics\": " << json_string(std::string(spec::name(options.semantics)))
       << ", \"depth\": " << options.depth << ", \"modules\": " << options.alphabet.modules
       << ", \"tapes\": " << options.alphabet.tapes << ", \"symmetry\": " << (options.alphabet.symmetry ? "true" : "false")
-      << ", \"complete\": " << (result.complete ? "true" : "false") << ", \"layers\": [";
+      << ", \"complete\": " << (result.complete ? "true" : "false") << ", \"stopped_by\": \""
+      << stop_name(result.stop_reason) << "\", \"layers\": [";
   for (std::size_t i = 0; i < result.layers.size(); ++i) {
     const LayerStats& l = result.layers[i];
     out << (i ? ", " : "") << "{\"depth\": " << l.depth << ", \"frontier\": " << l.frontier
@@ -83,7 +100,8 @@ void print_search_json(std::ostream& out, const SearchOptions& options, const Se
   }
   out << "], \"distinct_states\": " << result.distinct << ", \"transitions\": " << result.transitions
       << ", \"seconds\": " << fixed(result.seconds, 3) << ", \"states_per_second\": " << fixed(rate(result), 0)
-      << ", \"peak_memory_bytes\": " << result.peak_memory_bytes
+      << ", \"peak_memory_bytes\": " << result.peak_memory_bytes << ", \"stored_bytes\": " << result.stored_bytes
+      << ", \"stored_bytes_per_state\": " << fixed(bytes_per_state(result), 1)
       << ", \"collision_probability\": " << scientific(result.collision_probability) << "}\n";
 }
 

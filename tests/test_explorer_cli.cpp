@@ -81,6 +81,15 @@ TEST(ExplorerDepth, SearchesAndReportsOneJsonObject) {
   EXPECT_NE(found.out.find("\"invariant\": \"I4\""), std::string::npos);
 }
 
+TEST(ExplorerDepth, MemoryBudgetStopsWithAPartialReport) {
+  // 1 MiB holds about 70 000 states at 15 bytes each; depth 5 has 1.4 million.
+  const Result r = explorer("--depth 5 --max-memory 1M --json");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("\"complete\": false, \"stopped_by\": \"max-memory\""), std::string::npos) << r.out;
+  const Result text = explorer("--depth 5 --max-memory 1M");
+  EXPECT_NE(text.out.find("stopped at the memory budget (--max-memory)"), std::string::npos) << text.out;
+}
+
 TEST(ExplorerList, ShowsTheWholeCatalogue) {
   const Result r = explorer("list");
   EXPECT_EQ(r.status, 0);
@@ -116,7 +125,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"unknown scenario", "run no-such-scenario", "no scenario file or catalogue entry named 'no-such-scenario'"},
         BadInput{"no command", "", "error"},
         BadInput{"unknown invariant", "--depth 2 --check I1,I10", "--check: unknown invariant 'I10'"},
-        BadInput{"depth with a command", "run 5 --depth 3", "--depth"}),
+        BadInput{"depth with a command", "run 5 --depth 3", "--depth"},
+        BadInput{"memory budget without a size", "--depth 2 --max-memory lots", "--max-memory: 'lots' is not a size"},
+        BadInput{"memory budget with an unknown unit", "--depth 2 --max-memory 4T", "--max-memory: '4T' is not a size"}),
     [](const ::testing::TestParamInfo<BadInput>& input) {
       std::string name = input.param.what;
       for (char& c : name) c = (c == ' ' || c == '-') ? '_' : c;

@@ -157,6 +157,23 @@ TEST(Search, StateBudgetStopsWithAPartialReport) {
   EXPECT_LT(result.distinct, 2000u + 64u * 40u);  // the round in progress finishes merging
 }
 
+TEST(Search, MemoryBudgetBoundsTheStoredBytes) {
+  SearchOptions o = options(Semantics::Upstream, 6);
+  o.max_memory = 2u << 20;
+  const auto result = explorer::search(o);
+  EXPECT_FALSE(result.complete);
+  EXPECT_EQ(result.stop_reason, explorer::StopReason::MaxMemory);
+  EXPECT_LE(result.stored_bytes, o.max_memory);
+  EXPECT_GT(result.distinct, 10000u);  // the budget was used, not refused at once
+}
+
+TEST(Search, StoresAtMostSixteenBytesPerState) {
+  // 8-byte fingerprints at 75-90 % load and a 5-byte tree entry: the target.
+  const auto result = explorer::search(options(Semantics::Fp8sm, 4));
+  ASSERT_GT(result.distinct, 50000u);
+  EXPECT_LE(static_cast<double>(result.stored_bytes) / static_cast<double>(result.distinct), 16.0);
+}
+
 TEST(Search, CheckSelectsInvariants) {
   SearchOptions o = options(Semantics::Upstream, 3);
   o.checks.add(spec::Invariant::I1);
