@@ -29,7 +29,7 @@ StepVerdict InvariantChecker::take_current() {
 }
 
 namespace {
-void encode_meta(std::string& out, const SymbolicMeta& m) {
+void encode_meta(statemachine::Encoder& out, const SymbolicMeta& m) {
   statemachine::put(out, m.history, 8);
   statemachine::put(out, m.current, 8);
   statemachine::put(out, m.current_from_recompute, 1);
@@ -37,7 +37,8 @@ void encode_meta(std::string& out, const SymbolicMeta& m) {
 }
 }  // namespace
 
-void InvariantChecker::encode(std::string& out) const {
+void InvariantChecker::encode(statemachine::Encoder& out) const {
+  using statemachine::IdKind;
   using statemachine::put;
   put(out, static_cast<std::uint32_t>(step_), 4);
   put(out, modules_.size(), 2);
@@ -49,8 +50,11 @@ void InvariantChecker::encode(std::string& out) const {
     put(out, m.stash.size(), 2);
     for (const StashEntry& e : m.stash) {
       encode_meta(out, e.value);
-      put(out, e.pushed_by, 4);
-      put(out, e.pushed_by_checkpoint, 1);
+      if (e.pushed_by_checkpoint) {
+        out.put_id(IdKind::Capture, e.pushed_by);
+      } else {
+        out.put_no_id();
+      }
       put(out, static_cast<std::uint32_t>(e.step), 4);
     }
   }
@@ -59,7 +63,7 @@ void InvariantChecker::encode(std::string& out) const {
     put(out, scope.recompute | (scope.bit_at_entry << 1), 1);
     put(out, scope.owners.size(), 2);
     for (NodeId n : scope.owners) {
-      put(out, n, 4);
+      out.put_id(IdKind::Node, n);
       put(out, n < node_live_.size() && node_live_[n], 1);
     }
   };
@@ -71,7 +75,7 @@ void InvariantChecker::encode(std::string& out) const {
   for (const Revival& r : revivals_) encode_scope(OwnershipScope{false, false, r.owners});
   put(out, extents_.size(), 2);
   for (const Extent& e : extents_) {
-    put(out, e.capture, 4);
+    out.put_id(IdKind::Capture, e.capture);
     put(out, e.recompute, 1);
     put(out, e.occurrences.size(), 2);
     for (const auto& [m, k] : e.occurrences) {
@@ -84,29 +88,37 @@ void InvariantChecker::encode(std::string& out) const {
       encode_meta(out, meta);
     }
   }
-  put(out, original_seen_.size(), 4);
   for (const auto& [capture, seen] : original_seen_) {
-    put(out, capture, 4);
+    out.begin_keyed(IdKind::Capture, capture);
+    put(out, 3, 1);  // what the original forward of `capture` saw
     put(out, seen.size(), 2);
     for (const auto& [m, histories] : seen) {
       put(out, m, 2);
       put(out, histories.size(), 2);
       for (std::uint64_t h : histories) put(out, h, 8);
     }
+    out.end_keyed();
   }
-  put(out, installed_from_.has_value(), 1);
-  put(out, installed_from_.value_or(0), 4);
-  put(out, checkpoint_stash_.size(), 4);
+  if (installed_from_) {
+    out.put_id(IdKind::Capture, *installed_from_);
+  } else {
+    out.put_no_id();
+  }
   for (const auto& [capture, entries] : checkpoint_stash_) {
-    put(out, capture, 4);
+    out.begin_keyed(IdKind::Capture, capture);
+    put(out, 4, 1);  // the stash kept for `capture`
     put(out, entries.size(), 2);
     for (const auto& [m, meta] : entries) {
       put(out, m, 2);
       encode_meta(out, meta);
     }
+    out.end_keyed();
   }
-  put(out, dropped_.size(), 4);
-  for (CaptureId c : dropped_) put(out, c, 4);
+  for (CaptureId c : dropped_) {
+    out.begin_keyed(IdKind::Capture, c);
+    put(out, 5, 1);  // dropped by the interpreter
+    out.end_keyed();
+  }
 }
 
 // ---- steps and top level ---------------------------------------------------------------------

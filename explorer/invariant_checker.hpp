@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "explorer/symbolic_meta.hpp"
+#include "statemachine/encoder.hpp"
 #include "spec/invariants.hpp"
 #include "statemachine/machine.hpp"
 #include "statemachine/observer.hpp"
@@ -49,7 +50,7 @@ class InvariantChecker : public statemachine::Observer {
   StepVerdict take_current();
 
   // Between statements: everything later checks depend on, packed.
-  void encode(std::string& out) const;
+  void encode(statemachine::Encoder& out) const;
 
   // Observer
   void attach(const statemachine::Machine& machine) override { machine_ = &machine; }

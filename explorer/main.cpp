@@ -2,7 +2,7 @@
 // and checks the invariants of spec §5.
 //
 //   explorer --depth N [--semantics fp8sm|upstream|pr3213] [--modules K] [--check I1,I4] [--threads T]
-//            [--max-states M] [--max-memory BYTES[K|M|G]] [--no-symmetry] [--no-id-canon] [--json]
+//            [--max-states M] [--max-memory BYTES[K|M|G]] [--no-symmetry] [--no-canonical-ids] [--json]
 //                                        every program of up to N statements
 //   explorer run FILE|NAME [--semantics fp8sm|upstream|pr3213] [--json]
 //   explorer catalogue [--semantics S]   every built-in scenario, all semantics by default
@@ -219,6 +219,9 @@ int main(int argc, char** argv) {
   std::string max_memory;
   app.add_option("--max-memory", max_memory,
                  "with --depth: stop before the stored states need more than this (e.g. 4G; default: no limit)");
+  bool no_canonical_ids = false;
+  app.add_flag("--no-canonical-ids", no_canonical_ids,
+               "with --depth: do not merge states that differ only in the numbering of checkpoint, node and graph ids");
   app.add_flag("--no-symmetry", no_symmetry, "with --depth: do not reduce by module-name symmetry");
   app.add_flag("--json", search_json, "with --depth: print one JSON object");
 
@@ -252,6 +255,7 @@ int main(int argc, char** argv) {
       if (!depth) throw UsageError{"give a command (run, catalogue, list, invariants, table) or --depth N"};
       search.depth = *depth;
       search.alphabet.symmetry = !no_symmetry;
+      search.canonical_ids = !no_canonical_ids;
       return depth_command(search, search_semantics, checks, max_memory, search_json);
     }
     if (depth) throw UsageError{"--depth is not an option of a command: use 'explorer --depth N'"};

@@ -109,24 +109,30 @@ Verdict ModelState::finish_step(bool end_of_file) {
   return verdict;
 }
 
-std::string ModelState::encode() const {
+std::string ModelState::encode(bool canonical_ids) const {
   std::string out;
-  encode(out);
+  encode(out, canonical_ids);
   return out;
 }
 
-void ModelState::encode(std::string& out) const {
-  program_.interpreter->encode(out);
-  program_.checker->encode(out);
-  reference_.interpreter->encode(out);
-  reference_.checker->encode(out);
+void ModelState::encode(std::string& out, bool canonical_ids) const {
+  // One id namespace per run: the program's and the reference's ids are unrelated.
+  thread_local statemachine::Encoder canonical(true);
+  thread_local statemachine::Encoder raw(false);
+  statemachine::Encoder& encoder = canonical_ids ? canonical : raw;
+  for (const Run* run : {&program_, &reference_}) {
+    run->interpreter->encode(encoder);
+    run->checker->encode(encoder);
+    encoder.finish(out);
+  }
   using statemachine::put;
-  put(out, recompute_specific_ | (reference_comparable_ << 1), 1);
-  put(out, open_.size(), 2);
-  for (spec::Op op : open_) put(out, static_cast<std::uint64_t>(op), 1);
-  put(out, saved_.size(), 2);
-  for (bool b : saved_) put(out, b, 1);
-  put(out, static_cast<std::uint32_t>(modules_used_), 2);
+  put(encoder, recompute_specific_ | (reference_comparable_ << 1), 1);
+  put(encoder, open_.size(), 2);
+  for (spec::Op op : open_) put(encoder, static_cast<std::uint64_t>(op), 1);
+  put(encoder, saved_.size(), 2);
+  for (bool b : saved_) put(encoder, b, 1);
+  put(encoder, static_cast<std::uint32_t>(modules_used_), 2);
+  encoder.finish(out);
 }
 
 }  // namespace fp8sm::explorer

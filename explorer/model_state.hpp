@@ -45,9 +45,11 @@ class ModelState {
   bool tape_saved(std::uint16_t tape) const { return tape < saved_.size() && saved_[tape]; }
   int modules_used() const { return modules_used_; }
 
-  // Everything the future depends on, packed: equal encodings mean equal futures.
-  std::string encode() const;
-  void encode(std::string& out) const;  // appends
+  // Everything the future depends on, packed: equal encodings mean equal futures. With
+  // canonical ids, each run's ids are renamed by rank and entries of ids nothing refers to
+  // are left out (statemachine::Encoder), which keeps that promise and merges more states.
+  std::string encode(bool canonical_ids = true) const;
+  void encode(std::string& out, bool canonical_ids = true) const;  // appends
 
  private:
   struct Run {

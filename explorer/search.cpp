@@ -22,10 +22,10 @@ namespace {
 
 constexpr std::size_t kRoundPerThread = 64;  // parents expanded per thread per round
 
-std::uint64_t fingerprint(const ModelState& state) {
+std::uint64_t fingerprint(const ModelState& state, bool canonical_ids) {
   thread_local std::string bytes;  // reused: encoding is on the hot path
   bytes.clear();
-  state.encode(bytes);
+  state.encode(bytes, canonical_ids);
   return XXH3_64bits(bytes.data(), bytes.size());
 }
 
@@ -62,7 +62,7 @@ class Search {
     const auto start = std::chrono::steady_clock::now();
     // The root: the empty program, which may also end here.
     const ModelState root(options_.semantics);
-    const std::uint64_t root_fp = fingerprint(root);
+    const std::uint64_t root_fp = fingerprint(root, options_.canonical_ids);
     seen_.insert(root_fp);
     record(root.end_here(), 0, std::nullopt, root_fp, 0);
     std::vector<std::uint32_t> layer = {0};
@@ -114,7 +114,7 @@ class Search {
       Link link;
       link.via = via;
       link.verdict = state.apply(via);
-      link.fingerprint = fingerprint(state);
+      link.fingerprint = fingerprint(state, options_.canonical_ids);
       link.top_level = state.open_blocks().empty();
       if (link.top_level) link.end_verdict = state.end_here();
       chain.push_back(std::move(link));

@@ -32,6 +32,9 @@ struct SearchOptions {
   spec::InvariantSet checks;  // empty: all
   int threads = 1;
   std::uint64_t max_states = 0;  // 0: no limit; else stop cleanly past this many distinct states
+  // Canonical ids: states that differ only in how capture, node and graph ids were numbered
+  // (and in entries of ids nothing refers to any more) are one state. Off: the raw encoding.
+  bool canonical_ids = true;
   std::uint64_t max_memory = 0;  // 0: no limit; else stop cleanly before the stored states (fingerprint
                                  // table and tree) need more bytes than this
 };

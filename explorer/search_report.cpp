@@ -51,6 +51,7 @@ void print_search_text(std::ostream& out, const SearchOptions& options, const Se
   out << "explorer: semantics " << spec::name(options.semantics) << ", depth " << options.depth << ", "
       << options.alphabet.modules << " modules, " << options.alphabet.tapes << " tape"
       << (options.alphabet.tapes == 1 ? "" : "s") << ", symmetry " << (options.alphabet.symmetry ? "on" : "off")
+      << ", canonical ids " << (options.canonical_ids ? "on" : "off")
       << "\n";
   out << "depth  frontier  distinct  transitions\n";
   for (const LayerStats& l : result.layers) {
@@ -83,6 +84,7 @@ void print_search_json(std::ostream& out, const SearchOptions& options, const Se
   out << "{\"semantics\": " << json_string(std::string(spec::name(options.semantics)))
       << ", \"depth\": " << options.depth << ", \"modules\": " << options.alphabet.modules
       << ", \"tapes\": " << options.alphabet.tapes << ", \"symmetry\": " << (options.alphabet.symmetry ? "true" : "false")
+      << ", \"canonical_ids\": " << (options.canonical_ids ? "true" : "false")
       << ", \"complete\": " << (result.complete ? "true" : "false") << ", \"stopped_by\": \""
       << stop_name(result.stop_reason) << "\", \"layers\": [";
   for (std::size_t i = 0; i < result.layers.size(); ++i) {

@@ -1,19 +1,86 @@
-// Little-endian byte packing for snapshots: equal encodings mean equal states.
+// Byte packing for snapshots: equal encodings mean equal futures.
+//
+// Values are appended little-endian. Identifiers that the model invents as it runs (checkpoint
+// captures, autograd nodes, graph generations) are written with put_id: with canonical ids
+// on, finish() renames each kind to its rank among the ids the encoding mentions, so two
+// states that differ only in how many ids were handed out before (a checkpoint created and
+// released, a node recorded and freed) encode alike. Ranks keep order and equality, which is
+// all the model ever asks of an id (fresh ids are larger than every id in use, and
+// next-id counters are encoded as ids too, so they stay the largest).
+//
+// Tables indexed by an id (per-capture records, released flags, the interpreter's checkpoint
+// frames and records, which nodes name by position) are written as keyed entries: with
+// canonical ids on, an entry is kept only if its id is mentioned by the rest of the encoding
+// or by another kept entry (a frame names its parent), since nothing can ever read an entry
+// of an id nothing refers to. Kept entries follow the rest, in id order.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace fp8sm::statemachine {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "snapshots copy little-endian bytes as they are");
 
+enum class IdKind : std::uint8_t {
+  Capture,     // a checkpoint instance
+  Node,        // an autograd node
+  Generation,  // a graph
+  Frame,       // the interpreter's non-reentrant checkpoint frame (its position)
+  Record,      // the interpreter's reentrant checkpoint record (its position)
+};
+inline constexpr int kIdKinds = 5;
+
+class Encoder {
+ public:
+  explicit Encoder(bool canonical_ids = false) : canonical_(canonical_ids) {}
+
+  // Appends the low `bytes` bytes of `value` (to the open keyed entry, if any).
+  void put(std::uint64_t value, int bytes) {
+    char raw[sizeof value];
+    std::memcpy(raw, &value, sizeof value);
+    target().append(raw, static_cast<std::size_t>(bytes));
+  }
+  void append(const std::string& text) { target() += text; }
+  // An id of `kind` (4 bytes). Inside a keyed entry, the mention counts only if the entry is kept.
+  void put_id(IdKind kind, std::uint32_t id);
+  // The place of an id when there is none (4 bytes, never renamed).
+  void put_no_id() { put(0xFFFFFFFFu, 4); }
+
+  // Everything put between these two belongs to the entry of `id` in a table indexed by ids.
+  void begin_keyed(IdKind kind, std::uint32_t id);
+  void end_keyed();
+
+  // Appends the encoding to `out` (ids renamed and dead entries dropped if canonical) and
+  // empties the encoder for reuse.
+  void finish(std::string& out);
+
+ private:
+  static constexpr std::size_t kNoEntry = ~std::size_t{0};
+  struct IdSlot {
+    std::size_t entry;  // keyed entry it was written in, or kNoEntry
+    std::size_t offset;
+    IdKind kind;
+    std::uint32_t id;
+  };
+  struct KeyedEntry {
+    IdKind kind;
+    std::uint32_t id;
+    std::string bytes;
+    bool kept = false;
+  };
+  std::string& target() { return in_keyed_ ? keyed_.back().bytes : bytes_; }
+
+  bool canonical_;
+  bool in_keyed_ = false;
+  std::string bytes_;
+  std::vector<IdSlot> ids_;
+  std::vector<KeyedEntry> keyed_;
+};
+
 // Appends the low `bytes` bytes of `value`.
-inline void put(std::string& out, std::uint64_t value, int bytes) {
-  char raw[sizeof value];
-  std::memcpy(raw, &value, sizeof value);
-  out.append(raw, static_cast<std::size_t>(bytes));
-}
+inline void put(Encoder& out, std::uint64_t value, int bytes) { out.put(value, bytes); }
 
 }  // namespace fp8sm::statemachine

@@ -64,7 +64,7 @@ void Interpreter::run(const spec::Program& program) {
 
 namespace {
 
-void encode_statements(std::string& out, const std::vector<Statement>& statements) {
+void encode_statements(Encoder& out, const std::vector<Statement>& statements) {
   put(out, statements.size(), 4);
   for (const Statement& s : statements) {
     put(out, static_cast<std::uint64_t>(s.op), 1);
@@ -73,30 +73,47 @@ void encode_statements(std::string& out, const std::vector<Statement>& statement
   }
 }
 
-void encode_graph(std::string& out, const Graph& graph) {
-  put(out, graph.generation, 4);
+// A position in the interpreter's records or frames, or -1 for none.
+void put_position(Encoder& out, IdKind kind, int position) {
+  if (position < 0) {
+    out.put_no_id();
+  } else {
+    out.put_id(kind, static_cast<std::uint32_t>(position));
+  }
+}
+
+void encode_graph(Encoder& out, const Graph& graph) {
+  out.put_id(IdKind::Generation, graph.generation);
   put(out, graph.freed | (graph.live << 1), 1);
   put(out, graph.nodes.size(), 4);
   for (const Node& n : graph.nodes) {
     put(out, static_cast<std::uint64_t>(n.kind) | (n.fp8 << 1) | (n.owner << 2), 1);
-    put(out, n.id, 4);
+    out.put_id(IdKind::Node, n.id);
     put(out, n.module, 2);
-    put(out, static_cast<std::uint32_t>(n.reentrant), 4);
-    put(out, static_cast<std::uint32_t>(n.frame), 4);
+    put_position(out, IdKind::Record, n.reentrant);
+    put_position(out, IdKind::Frame, n.frame);
   }
 }
 
 }  // namespace
 
-void Interpreter::encode(std::string& out) const {
+void Interpreter::encode(Encoder& out) const {
   machine_.encode(out);
   put(out, scopes_.size(), 2);
   for (const Scope& scope : scopes_) {
     put(out, static_cast<std::uint64_t>(scope.op), 1);
-    put(out, scope.capture, 4);
+    if (spec::is_checkpoint(scope.op)) {
+      out.put_id(IdKind::Capture, scope.capture);
+    } else {
+      out.put_no_id();
+    }
     put(out, scope.grad_at_call, 1);
-    put(out, static_cast<std::uint32_t>(scope.frame), 4);
-    put(out, scope.graph_generation, 4);
+    put_position(out, IdKind::Frame, scope.frame);
+    if (scope.op == Op::Try) {
+      out.put_id(IdKind::Generation, scope.graph_generation);
+    } else {
+      out.put_no_id();
+    }
     put(out, scope.graph_mark, 4);
     encode_statements(out, scope.body);
   }
@@ -105,35 +122,45 @@ void Interpreter::encode(std::string& out) const {
   encode_graph(out, step_graph_);
   put(out, tapes_.size(), 2);
   for (const Graph& tape : tapes_) encode_graph(out, tape);
-  put(out, reentrant_.size(), 4);
-  for (const ReentrantRecord& r : reentrant_) {
-    put(out, r.capture, 4);
+  // Records and frames are named by position (nodes, scopes, a frame's parent): keyed
+  // entries, dropped once nothing names them.
+  for (std::uint32_t i = 0; i < reentrant_.size(); ++i) {
+    const ReentrantRecord& r = reentrant_[i];
+    out.begin_keyed(IdKind::Record, i);
+    out.put_id(IdKind::Capture, r.capture);
     put(out, r.fp8, 1);
     encode_statements(out, r.body ? *r.body : std::vector<Statement>{});
+    out.end_keyed();
   }
-  put(out, frames_.size(), 4);
-  for (const NonReentrantFrame& f : frames_) {
-    put(out, f.capture, 4);
+  for (std::uint32_t i = 0; i < frames_.size(); ++i) {
+    const NonReentrantFrame& f = frames_[i];
+    out.begin_keyed(IdKind::Frame, i);
+    out.put_id(IdKind::Capture, f.capture);
     put(out, f.fp8 | (f.recomputed << 1) | (f.closed << 2), 1);
-    put(out, static_cast<std::uint32_t>(f.parent), 4);
+    put_position(out, IdKind::Frame, f.parent);
     put(out, static_cast<std::uint32_t>(f.live_nodes), 4);
     encode_statements(out, f.body ? *f.body : std::vector<Statement>{});
+    out.end_keyed();
   }
-  put(out, next_capture_, 4);
-  put(out, released_.size(), 4);
-  for (bool r : released_) put(out, r, 1);
-  put(out, next_node_, 4);
-  put(out, next_generation_, 4);
+  out.put_id(IdKind::Capture, next_capture_);
+  for (CaptureId c = 0; c < released_.size(); ++c) {
+    if (!released_[c]) continue;
+    out.begin_keyed(IdKind::Capture, c);
+    put(out, 2, 1);  // released, beside the machine's entries of c
+    out.end_keyed();
+  }
+  out.put_id(IdKind::Node, next_node_);
+  out.put_id(IdKind::Generation, next_generation_);
   put(out, static_cast<std::uint32_t>(step_), 4);
   put(out, step_started_, 1);
   put(out, static_cast<std::uint32_t>(current_.forward_updates), 4);
   put(out, static_cast<std::uint32_t>(current_.backward_updates), 4);
   put(out, current_.raised.size(), 2);
   for (const RaisedException& e : current_.raised) {
-    out += e.kind;
-    out.push_back('\0');
-    out += e.message;
-    out.push_back('\0');
+    out.append(e.kind);
+    put(out, 0, 1);
+    out.append(e.message);
+    put(out, 0, 1);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "spec/scenario.hpp"
 #include "spec/semantics.hpp"
 #include "spec/step_result.hpp"
+#include "statemachine/encoder.hpp"
 #include "statemachine/machine.hpp"
 #include "statemachine/observer.hpp"
 #include "statemachine/tape.hpp"
@@ -49,7 +50,7 @@ class Interpreter : private Hooks {
 
   // Between statements: everything the interpreter's future depends on, packed (the
   // machine's own snapshot included).
-  void encode(std::string& out) const;
+  void encode(Encoder& out) const;
 
   const Machine& machine() const { return machine_; }
   Machine& machine() { return machine_; }

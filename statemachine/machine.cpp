@@ -130,12 +130,14 @@ ModuleFlags Machine::module(ModuleId m) const {
 }
 
 std::string Machine::snapshot() const {
+  Encoder encoder;
+  encode(encoder);
   std::string out;
-  encode(out);
+  encoder.finish(out);
   return out;
 }
 
-void Machine::encode(std::string& out) const {
+void Machine::encode(Encoder& out) const {
   const MachineData& d = impl_->fsm.data;
   for (int r = 0; r < 4; ++r) put(out, static_cast<std::uint64_t>(impl_->fsm.current_state()[r]), 1);
   put(out, static_cast<std::uint64_t>(d.semantics), 1);
@@ -144,26 +146,32 @@ void Machine::encode(std::string& out) const {
   put(out, d.ownership_frames.size(), 2);
   for (const auto& f : d.ownership_frames) {
     put(out, f.bit_before, 1);
-    put(out, f.capture, 4);
+    out.put_id(IdKind::Capture, f.capture);
   }
   put(out, d.fifo.size(), 2);
   for (const auto& e : d.fifo) {
     put(out, e.bit, 1);
-    put(out, e.capture, 4);
+    out.put_id(IdKind::Capture, e.capture);
   }
-  put(out, d.captures.size(), 4);
-  for (const auto& c : d.captures) put(out, static_cast<std::uint64_t>(c.bit) * 2u + c.completed, 1);
+  for (CaptureId c = 0; c < d.captures.size(); ++c) {
+    out.begin_keyed(IdKind::Capture, c);
+    put(out, 0, 1);  // the capture record of c
+    put(out, static_cast<std::uint64_t>(d.captures[c].bit) * 2u + d.captures[c].completed, 1);
+    out.end_keyed();
+  }
   put(out, d.checkpoint_frames.size(), 2);
   for (const auto& f : d.checkpoint_frames) {
     put(out, static_cast<std::uint64_t>(f.before) | (f.recompute << 2), 1);
-    put(out, f.capture, 4);
+    out.put_id(IdKind::Capture, f.capture);
     put(out, f.replayed.size(), 2);
     for (ModuleId m : f.replayed) put(out, m, 2);
   }
-  put(out, d.checkpoint_stash.size(), 4);
-  for (const auto& stash : d.checkpoint_stash) {
-    put(out, stash.size(), 2);
-    for (const auto& run : stash) put(out, run.module | (static_cast<std::uint64_t>(run.fp8) << 16), 3);
+  for (CaptureId c = 0; c < d.checkpoint_stash.size(); ++c) {
+    out.begin_keyed(IdKind::Capture, c);
+    put(out, 1, 1);  // the stash, not the capture record, of c
+    put(out, d.checkpoint_stash[c].size(), 2);
+    for (const auto& run : d.checkpoint_stash[c]) put(out, run.module | (static_cast<std::uint64_t>(run.fp8) << 16), 3);
+    out.end_keyed();
   }
   put(out, d.autocasts.size(), 2);
   for (const auto& a : d.autocasts) put(out, static_cast<std::uint64_t>(a.mode_before) * 2u + a.recompute_internal, 1);

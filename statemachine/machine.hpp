@@ -11,6 +11,7 @@
 #include "spec/events.hpp"
 #include "spec/semantics.hpp"
 #include "spec/step_result.hpp"
+#include "statemachine/encoder.hpp"
 #include "statemachine/hooks.hpp"
 #include "statemachine/machine_data.hpp"
 #include "statemachine/row_catalogue.hpp"
@@ -47,7 +48,7 @@ class Machine {
 
   // The region states and the data, packed; equal snapshots mean equal futures.
   std::string snapshot() const;
-  void encode(std::string& out) const;  // appends snapshot() to out
+  void encode(Encoder& out) const;  // the snapshot, ids as ids (see Encoder)
   // A 64-bit hash of snapshot() (XXH3), for seen-sets that store fingerprints.
   std::uint64_t fingerprint() const;
 
