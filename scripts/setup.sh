@@ -11,6 +11,7 @@ packages=(
   libcli11-dev        # command-line options
   nlohmann-json3-dev
   libxxhash-dev
+  libopenmpi-dev openmpi-bin   # the MPI amax reduction (runtime/) and its 2-rank test
 )
 
 missing=()

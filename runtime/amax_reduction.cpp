@@ -1,0 +1,27 @@
+#include "runtime/amax_reduction.hpp"
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace fp8sm::runtime {
+
+void reduce_and_update(const std::vector<kernels::ScalingMeta*>& key_metas,
+                       AmaxReductionGroup* group, bool reduce_amax,
+                       const kernels::ScaleUpdateRecipe& recipe) {
+  std::vector<float> amaxes = kernels::current_amaxes(key_metas);
+  if (reduce_amax && group != nullptr && group->size() > 1) {
+    const std::size_t slots = amaxes.size();
+    group->all_reduce_max(amaxes);
+    // update_scales would reject the wrong count too, but as a bad argument; this is a broken
+    // group, and the message should say which.
+    if (amaxes.size() != slots) {
+      throw std::logic_error("reduce_and_update: amax reduction group '" + group->name() +
+                             "' returned " + std::to_string(amaxes.size()) + " amaxes for " +
+                             std::to_string(slots) + " slots");
+    }
+  }
+  kernels::update_scales(key_metas, amaxes, recipe);
+}
+
+}  // namespace fp8sm::runtime
