@@ -1,0 +1,432 @@
+#include "runtime/context.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "runtime/errors.hpp"
+
+namespace fp8sm::runtime {
+
+using spec::CaptureId;
+using spec::ModuleId;
+
+namespace {
+constexpr std::size_t kForwardSlots = 2;   // input, weight
+constexpr std::size_t kBackwardSlots = 1;  // grad_output
+}  // namespace
+
+Context::Context(Recipe recipe, std::unique_ptr<Backend> backend, spec::Semantics semantics, AmaxReductionGroup* group)
+    : recipe_((recipe.validate(), recipe)),
+      backend_(std::move(backend)),
+      group_(group),
+      machine_(semantics, this) {
+  if (!backend_) throw std::invalid_argument("Context: no backend");
+}
+
+Context::~Context() = default;
+
+template <class Event>
+void Context::fire(const Event& event) {
+  std::optional<spec::RaisedException> raised = machine_.fire(event);
+  if (raised) throw StateError(raised->kind, raised->message);
+}
+
+// ---- modules ------------------------------------------------------------------------------
+
+ModuleId Context::add_module(const std::string& name) {
+  if (modules_.size() > 0xFFFF) throw std::length_error("Context: too many modules");
+  ModuleMeta m;
+  m.name = name;
+  m.forward = kernels::ScalingMeta::fresh(recipe_.amax_history_len, kForwardSlots);
+  m.backward = kernels::ScalingMeta::fresh(recipe_.amax_history_len, kBackwardSlots);
+  modules_.push_back(std::move(m));
+  return static_cast<ModuleId>(modules_.size() - 1);
+}
+
+Matrix Context::run_module(ModuleId m, const ModuleCompute& compute) {
+  // The misuse check comes before any event, so that a refused call changes nothing. Whether
+  // the run is FP8 is what prepare_forward will read: the innermost autocast's flag.
+  if (recipe_.reduce_amax && machine_.fp8_enabled() && !region_runs_.empty() && region_runs_.back().count(m) != 0) {
+    throw MisuseError("module '" + modules_[m].name +
+                      "' ran twice in one FP8 autocast region while reduce_amax is set: its amax row would mix "
+                      "two casts (TE forbids it; give each use its own module, or set reduce_amax=false)");
+  }
+  fire(spec::ModulePrepare{m});
+  const bool fp8 = machine_.module(m).fp8;
+  if (fp8 && !region_runs_.empty()) region_runs_.back().insert(m);
+  std::pair<Matrix, std::shared_ptr<NodeFunction>> result;
+  try {
+    result = compute(fp8);
+  } catch (...) {
+    fire(spec::ModuleEndForward{m});  // prepare_forward is a context manager: its exit runs
+    throw;
+  }
+  const bool records_node = machine_.grad_enabled();
+  last_claim_.reset();
+  fire(spec::ModuleClaim{m});
+  if (records_node) {
+    TapeNode node;
+    node.kind = TapeNode::Kind::Module;
+    node.module = m;
+    node.fp8 = fp8;
+    node.owner = last_claim_.value_or(false);
+    node.function = std::move(result.second);
+    record(std::move(node));
+  }
+  fire(spec::ModuleEndForward{m});
+  return std::move(result.first);
+}
+
+void Context::record_function(std::shared_ptr<NodeFunction> function) {
+  if (!machine_.grad_enabled()) return;
+  TapeNode node;
+  node.kind = TapeNode::Kind::Function;
+  node.function = std::move(function);
+  record(std::move(node));
+}
+
+void Context::record(TapeNode node) {
+  node.frame = innermost_frame();
+  if (node.frame >= 0) {  // non-reentrant frames do not nest (run_non_reentrant)
+    Frame& frame = frames_[static_cast<std::size_t>(node.frame)];
+    ++frame.live_nodes;
+    frame.recorded.push_back(node.function);
+  }
+  current_graph_->nodes.push_back(std::move(node));
+}
+
+// ---- scopes ---------------------------------------------------------------------------------
+
+const char* Context::scope_name(ScopeKind kind) {
+  switch (kind) {
+    case ScopeKind::Autocast: return "autocast";
+    case ScopeKind::NoGrad: return "no_grad";
+    case ScopeKind::Checkpoint: return "checkpoint";
+  }
+  return "scope";
+}
+
+std::size_t Context::open_scope(ScopeKind kind) {
+  scopes_.push_back(OpenScope{kind, next_scope_});
+  return next_scope_++;
+}
+
+void Context::close_scope(ScopeKind kind, std::size_t id) {
+  const auto it = std::find_if(scopes_.begin(), scopes_.end(), [&](const OpenScope& s) { return s.id == id; });
+  const std::string which = std::string(scope_name(kind)) + " scope #" + std::to_string(id);
+  if (it == scopes_.end()) throw MisuseError(which + " left twice: it is not open (each scope is left once)");
+  if (it + 1 != scopes_.end()) {
+    throw MisuseError(which + " left out of order: the " + scope_name(scopes_.back().kind) + " scope #" +
+                      std::to_string(scopes_.back().id) + " opened inside it is still open (scopes close innermost first)");
+  }
+  scopes_.pop_back();
+}
+
+void Context::enter_autocast(bool enabled) {
+  const bool outermost = machine_.autocast_depth() == 0;
+  fire(spec::AutocastEnter{enabled, false});
+  if (outermost) region_runs_.emplace_back();
+}
+
+void Context::exit_autocast() {
+  const bool outermost = machine_.autocast_depth() == 1;
+  if (outermost && !region_runs_.empty()) region_runs_.pop_back();
+  fire(spec::AutocastExit{});
+}
+
+// A reentrant checkpoint's node: its backward recomputes the body with grad on into a graph
+// of its own and backpropagates through that (§3.5 CKR_BWD).
+class ReentrantNode final : public NodeFunction {
+ public:
+  ReentrantNode(Context& context, CaptureId capture, bool fp8, CheckpointFunction function, Matrix input)
+      : context_(context), capture_(capture), fp8_(fp8), function_(std::move(function)), input_(std::move(input)) {}
+
+  Matrix backward(const Matrix& grad_output) override {
+    Graph graph;
+    try {
+      context_.recompute(capture_, fp8_, function_, input_, graph);
+    } catch (...) {
+      context_.drop_nodes(graph.nodes);  // a failed recompute's graph is never backpropagated
+      throw;
+    }
+    Matrix grad;
+    try {
+      grad = context_.backpropagate(graph.nodes, grad_output);
+    } catch (...) {
+      context_.drop_nodes(graph.nodes);
+      throw;
+    }
+    context_.drop_nodes(graph.nodes);  // torch backpropagates the sub-graph without retaining it
+    return grad;
+  }
+  void drop_saved() override { input_ = Matrix{}; }
+  void take_saved(NodeFunction& twin) override { input_ = static_cast<ReentrantNode&>(twin).input_; }
+
+ private:
+  Context& context_;
+  CaptureId capture_;
+  bool fp8_;
+  CheckpointFunction function_;
+  Matrix input_;
+};
+
+// §3.5 CKR_FWD: the autograd Function's forward runs with grad off; ctx_fp8 is read after the
+// body; the node is recorded only if grad was on at the call.
+Matrix Context::run_reentrant(const CheckpointFunction& function, const Matrix& input) {
+  const bool grad_at_call = machine_.grad_enabled();
+  const CaptureId capture = next_capture_++;
+  fire(spec::GradPush{false, true});
+  try {
+    fire(spec::CheckpointForwardEnter{capture, true});
+  } catch (...) {
+    fire(spec::GradPop{});
+    throw;
+  }
+  Matrix output;
+  try {
+    output = function(input);
+  } catch (...) {
+    fire(spec::CheckpointForwardExit{true});
+    fire(spec::GradPop{});
+    release(capture);
+    throw;
+  }
+  fire(spec::CheckpointForwardExit{false});
+  fire(spec::GradPop{});
+  if (!grad_at_call) {
+    release(capture);
+    return output;
+  }
+  TapeNode node;
+  node.kind = TapeNode::Kind::Checkpoint;
+  node.capture = capture;
+  node.fp8 = machine_.fp8_enabled();
+  node.function = std::make_shared<ReentrantNode>(*this, capture, node.fp8, function, input);
+  record(std::move(node));
+  return output;
+}
+
+// §3.5 NR_FWD: fp8 is read before the body, which keeps the caller's grad mode; its nodes free
+// their saved tensors when it ends, and the first of them backward reaches recomputes it.
+Matrix Context::run_non_reentrant(const CheckpointFunction& function, const Matrix& input) {
+  if (!open_frames_.empty()) {
+    throw MisuseError("checkpoint: a non-reentrant checkpoint inside another is not supported by the runtime "
+                      "(use a reentrant one inside, or one checkpoint around both)");
+  }
+  const CaptureId capture = next_capture_++;
+  Frame frame;
+  frame.capture = capture;
+  frame.fp8 = machine_.fp8_enabled();
+  frame.function = function;
+  frame.input = input;
+  fire(spec::CheckpointForwardEnter{capture, false});
+  const int index = static_cast<int>(frames_.size());
+  frames_.push_back(std::move(frame));
+  open_frames_.push_back(index);
+  Matrix output;
+  try {
+    output = function(input);
+  } catch (...) {
+    open_frames_.pop_back();
+    frames_[static_cast<std::size_t>(index)].closed = true;
+    fire(spec::CheckpointForwardExit{true});
+    release(capture);
+    throw;
+  }
+  open_frames_.pop_back();
+  Frame& done = frames_[static_cast<std::size_t>(index)];
+  done.closed = true;
+  for (const auto& f : done.recorded) f->drop_saved();
+  fire(spec::CheckpointForwardExit{false});
+  if (frames_[static_cast<std::size_t>(index)].live_nodes == 0) release(capture);
+  return output;
+}
+
+int Context::innermost_frame() const { return open_frames_.empty() ? -1 : open_frames_.back(); }
+
+// ---- backward engine ----------------------------------------------------------------------
+
+Matrix Context::backward(const Matrix& grad_output, bool retain_graph) {
+  if (graph_.nodes.empty()) {
+    throw MisuseError(graph_.freed ? "backward: the graph was already backpropagated and freed (pass retain_graph "
+                                     "to backpropagate it again)"
+                                   : "backward: nothing was recorded (run a module with grad enabled first)");
+  }
+  require_finite(grad_output, "backward: grad_output");
+  const std::vector<TapeNode> nodes = graph_.nodes;
+  if (!retain_graph) {
+    graph_ = Graph{};
+    graph_.freed = true;
+  }
+  fire(spec::BackwardPassBegin{});
+  fire(spec::GradPush{false, true});  // the engine runs backward functions with grad off
+  Matrix grad;
+  try {
+    grad = backpropagate(nodes, grad_output);
+  } catch (...) {
+    fire(spec::GradPop{});
+    fire(spec::BackwardPassEnd{false});
+    if (!retain_graph) drop_nodes(nodes);
+    throw;
+  }
+  fire(spec::GradPop{});
+  fire(spec::BackwardPassEnd{true});
+  if (!retain_graph) drop_nodes(nodes);
+  return grad;
+}
+
+Matrix Context::backpropagate(const std::vector<TapeNode>& nodes, Matrix grad) {
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    if (it->frame >= 0) recompute_frame(it->frame);  // the first unpack of the frame's tensors
+    grad = it->function->backward(grad);              // a module's gradient casts come first,
+    if (it->kind == TapeNode::Kind::Module) {          // then its backward's end (§3.3)
+      fire(spec::ModuleBackward{it->module, it->owner, it->fp8});
+    }
+  }
+  return grad;
+}
+
+// §3.5 CKR_BWD and NR_RECOMPUTE: GRAD(on); ARF_ENTER(rc); AC_ENTER(fp8, rc); body; AC_EXIT;
+// ARF_EXIT; GRAD pop. The exits run also when the body raises.
+Matrix Context::recompute(CaptureId capture, bool fp8, const CheckpointFunction& function, const Matrix& input,
+                          Graph& graph) {
+  fire(spec::GradPush{true, true});
+  try {
+    fire(spec::RecomputeEnter{capture});
+  } catch (...) {
+    fire(spec::GradPop{});
+    throw;
+  }
+  fire(spec::AutocastEnter{fp8, true});
+  region_runs_.emplace_back();
+  Graph* const outer_graph = current_graph_;
+  std::vector<int> outer_frames;
+  outer_frames.swap(open_frames_);  // the replay is its own context
+  current_graph_ = &graph;
+  ++replay_depth_;
+  auto leave = [&] {
+    --replay_depth_;
+    current_graph_ = outer_graph;
+    open_frames_.swap(outer_frames);
+    region_runs_.pop_back();
+    fire(spec::AutocastExit{});
+    fire(spec::RecomputeExit{});
+    fire(spec::GradPop{});
+  };
+  Matrix output;
+  try {
+    output = function(input);
+  } catch (...) {
+    leave();
+    throw;
+  }
+  leave();
+  return output;
+}
+
+void Context::recompute_frame(int index) {
+  const auto at = static_cast<std::size_t>(index);
+  if (frames_[at].recomputed) return;
+  frames_[at].recomputed = true;
+  const Frame frame = frames_[at];  // a copy: the recompute may add frames
+  Graph twins;
+  twins.live = false;
+  try {
+    recompute(frame.capture, frame.fp8, frame.function, frame.input, twins);
+  } catch (...) {
+    drop_nodes(twins.nodes);
+    throw;
+  }
+  drop_nodes(twins.nodes);
+  if (twins.nodes.size() != frame.recorded.size()) {
+    throw std::logic_error("checkpoint: the non-reentrant recompute recorded " + std::to_string(twins.nodes.size()) +
+                           " nodes where its forward recorded " + std::to_string(frame.recorded.size()) +
+                           " (the checkpointed function must be deterministic)");
+  }
+  for (std::size_t i = 0; i < twins.nodes.size(); ++i) frame.recorded[i]->take_saved(*twins.nodes[i].function);
+}
+
+void Context::drop_nodes(const std::vector<TapeNode>& nodes) {
+  for (const TapeNode& node : nodes) {
+    if (node.kind == TapeNode::Kind::Checkpoint) release(node.capture);
+    if (node.frame >= 0) {
+      Frame& frame = frames_[static_cast<std::size_t>(node.frame)];
+      if (--frame.live_nodes == 0 && frame.closed) release(frame.capture);
+    }
+  }
+}
+
+void Context::release(CaptureId capture) {
+  if (!released_.insert(capture).second) return;
+  fire(spec::CheckpointReleased{capture});
+}
+
+StepCounts Context::end_step() {
+  if (!scopes_.empty()) {
+    throw MisuseError(std::string("end_step: the ") + scope_name(scopes_.back().kind) + " scope #" +
+                      std::to_string(scopes_.back().id) + " is still open (a step ends outside every scope)");
+  }
+  drop_nodes(graph_.nodes);  // what was recorded and never backpropagated
+  graph_ = Graph{};
+  frames_.clear();
+  released_.clear();
+  const StepCounts done = counts_;
+  counts_ = StepCounts{};
+  return done;
+}
+
+// ---- hooks ------------------------------------------------------------------------------------
+
+void Context::update(bool backward) {
+  std::vector<kernels::ScalingMeta*> key;
+  for (ModuleId m : registry_) key.push_back(backward ? &modules_[m].backward : &modules_[m].forward);
+  backend_->reduce_and_update(key, group_, recipe_.reduce_amax, recipe_.update(backward));
+}
+
+void Context::forward_update() {
+  ++counts_.forward_updates;
+  update(false);
+}
+
+void Context::backward_update() {
+  ++counts_.backward_updates;
+  update(true);
+}
+
+void Context::discard_forward_amax() {
+  for (ModuleMeta& m : modules_) {
+    for (std::size_t slot = 0; slot < m.forward.slots(); ++slot) m.forward.amax(0, slot) = 0.0f;
+  }
+}
+
+void Context::registered(ModuleId m) { registry_.push_back(m); }
+void Context::stash(ModuleId m) { modules_[m].stash.push_back(modules_[m].forward); }
+void Context::save_for_restore(ModuleId m) { modules_[m].updated = modules_[m].forward; }
+
+void Context::pop_stash(ModuleId m) {
+  ModuleMeta& meta = modules_[m];
+  if (meta.stash.empty()) return;  // the table raises IndexError itself
+  meta.forward = std::move(meta.stash.front());
+  meta.stash.pop_front();
+}
+
+void Context::restore(ModuleId m) {
+  if (modules_[m].updated) modules_[m].forward = *modules_[m].updated;
+}
+
+void Context::stash_for(ModuleId m, CaptureId c) { checkpoint_stash_[c].emplace_back(m, modules_[m].forward); }
+
+void Context::replay_stash(ModuleId m, CaptureId c, unsigned occurrence) {
+  unsigned seen = 0;
+  for (const auto& [stashed, value] : checkpoint_stash_[c]) {
+    if (stashed == m && seen++ == occurrence) {
+      modules_[m].forward = value;
+      return;
+    }
+  }
+}
+
+void Context::release_stash(CaptureId c) { checkpoint_stash_.erase(c); }
+void Context::claimed(ModuleId /*m*/, bool owner) { last_claim_ = owner; }
+
+}  // namespace fp8sm::runtime

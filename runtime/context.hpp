@@ -1,0 +1,186 @@
+// The runtime's state: one per model replica. It owns the state machine (the same table the
+// explorer checks), the FP8 meta of every module, the amax registry, the tape, and the open
+// scopes. Every state decision is the machine's: the context fires the table's events in the
+// order spec §3 gives for each operation (the explorer's interpreter fires the same ones), and
+// implements the table's hooks by computing on the backend.
+//
+//   runtime::Context ctx(runtime::Recipe{});
+//   runtime::Linear l0(ctx, "L0", 16, 32), l1(ctx, "L1", 32, 1);
+//   Matrix y;
+//   {
+//     runtime::Autocast fp8(ctx);
+//     y = runtime::checkpoint(ctx, runtime::CheckpointMode::Reentrant,
+//                             [&](const Matrix& x) { return l1.forward(runtime::relu(ctx, l0.forward(x))); }, x);
+//   }
+//   ctx.backward(loss_gradient(y));
+//   runtime::StepCounts counts = ctx.end_step();   // forward_updates == backward_updates == 1
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/scaling_meta.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/recipe.hpp"
+#include "runtime/tape.hpp"
+#include "spec/semantics.hpp"
+#include "statemachine/machine.hpp"
+
+namespace fp8sm::runtime {
+
+class Linear;
+class Autocast;
+class NoGrad;
+enum class CheckpointMode { Reentrant, NonReentrant };
+using CheckpointFunction = std::function<Matrix(const Matrix&)>;
+
+struct StepCounts {
+  int forward_updates = 0;
+  int backward_updates = 0;
+};
+
+// The FP8 meta of one module (spec §2.3): forward slots input (0) and weight (1), backward
+// slot grad_output (0), and what the semantics keep beside it.
+struct ModuleMeta {
+  std::string name;
+  kernels::ScalingMeta forward;
+  kernels::ScalingMeta backward;
+  std::deque<kernels::ScalingMeta> stash;       // upstream / pr3213: the module's deque
+  std::optional<kernels::ScalingMeta> updated;  // m.updated_amax_history_fwd
+};
+
+class Context : private statemachine::Hooks {
+ public:
+  explicit Context(Recipe recipe, std::unique_ptr<Backend> backend = make_cpu_backend(),
+                   spec::Semantics semantics = spec::Semantics::Fp8sm, AmaxReductionGroup* group = nullptr);
+  ~Context() override;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // One backward pass over what the step recorded, from the gradient of the last output.
+  // Returns the gradient of the first input. Without retain_graph the graph is freed: the next
+  // forward records a new one. Throws MisuseError if nothing was recorded or the graph was freed.
+  Matrix backward(const Matrix& grad_output, bool retain_graph = false);
+  // Ends the training step: what was recorded and not backpropagated is dropped. Returns the
+  // step's update counts. Throws MisuseError while a scope is open.
+  StepCounts end_step();
+  StepCounts counts() const { return counts_; }
+
+  // What the machine says now.
+  bool grad_enabled() const { return machine_.grad_enabled(); }
+  bool fp8_enabled() const { return machine_.fp8_enabled(); }
+  int autocast_depth() const { return machine_.autocast_depth(); }
+  const statemachine::Machine& machine() const { return machine_; }
+
+  const Recipe& recipe() const { return recipe_; }
+  Backend& backend() { return *backend_; }
+  const ModuleMeta& meta(spec::ModuleId m) const { return modules_.at(m); }
+  std::size_t module_count() const { return modules_.size(); }
+  // The registry of the forward and backward keys, in registration order.
+  const std::vector<spec::ModuleId>& registry() const { return registry_; }
+
+ private:
+  friend class Linear;
+  friend class Autocast;
+  friend class NoGrad;
+  friend class ReentrantNode;
+  friend class LinearNode;
+  friend Matrix checkpoint(Context&, CheckpointMode, const CheckpointFunction&, const Matrix&);
+  friend Matrix relu(Context&, const Matrix&);
+
+  enum class ScopeKind { Autocast, NoGrad, Checkpoint };
+  struct OpenScope {
+    ScopeKind kind;
+    std::size_t id;
+  };
+  struct Frame {  // a non-reentrant checkpoint
+    spec::CaptureId capture = 0;
+    bool fp8 = false;
+    bool closed = false;
+    bool recomputed = false;
+    int live_nodes = 0;
+    CheckpointFunction function;
+    Matrix input;
+    std::vector<std::shared_ptr<NodeFunction>> recorded;  // its nodes' functions, in order
+  };
+
+  // Modules.
+  spec::ModuleId add_module(const std::string& name);
+  // A module forward (spec §3.2): prepare, the casts (`compute(fp8)` returns the output and
+  // the node's function), the claim with the node's recording, end_forward.
+  using ModuleCompute = std::function<std::pair<Matrix, std::shared_ptr<NodeFunction>>(bool fp8)>;
+  Matrix run_module(spec::ModuleId m, const ModuleCompute& compute);
+  ModuleMeta& meta(spec::ModuleId m) { return modules_.at(m); }
+  void record_function(std::shared_ptr<NodeFunction> function);
+
+  // Scopes.
+  std::size_t open_scope(ScopeKind kind);
+  void close_scope(ScopeKind kind, std::size_t id);  // checks order, pops; no events
+  static const char* scope_name(ScopeKind kind);
+  void enter_autocast(bool enabled);
+  void exit_autocast();
+  Matrix run_reentrant(const CheckpointFunction& function, const Matrix& input);
+  Matrix run_non_reentrant(const CheckpointFunction& function, const Matrix& input);
+
+  // Backward engine.
+  Matrix backpropagate(const std::vector<TapeNode>& nodes, Matrix grad);
+  Matrix recompute(spec::CaptureId capture, bool fp8, const CheckpointFunction& function, const Matrix& input,
+                   Graph& graph);
+  void recompute_frame(int frame);
+  void record(TapeNode node);
+  void drop_nodes(const std::vector<TapeNode>& nodes);
+  void release(spec::CaptureId capture);
+  int innermost_frame() const;
+
+  template <class Event>
+  void fire(const Event& event);  // throws StateError if the table raised
+
+  // Hooks: the table's actions, computed on the backend.
+  void forward_update() override;
+  void backward_update() override;
+  void discard_forward_amax() override;
+  void registered(spec::ModuleId m) override;
+  void stash(spec::ModuleId m) override;
+  void save_for_restore(spec::ModuleId m) override;
+  void pop_stash(spec::ModuleId m) override;
+  void restore(spec::ModuleId m) override;
+  void stash_for(spec::ModuleId m, spec::CaptureId c) override;
+  void replay_stash(spec::ModuleId m, spec::CaptureId c, unsigned occurrence) override;
+  void release_stash(spec::CaptureId c) override;
+  void claimed(spec::ModuleId m, bool owner) override;
+  void update(bool backward);
+
+  Recipe recipe_;
+  std::unique_ptr<Backend> backend_;
+  AmaxReductionGroup* group_;
+  statemachine::Machine machine_;
+
+  std::vector<ModuleMeta> modules_;
+  std::vector<spec::ModuleId> registry_;
+  std::map<spec::CaptureId, std::vector<std::pair<spec::ModuleId, kernels::ScalingMeta>>> checkpoint_stash_;
+  std::optional<bool> last_claim_;
+
+  std::vector<OpenScope> scopes_;
+  std::size_t next_scope_ = 0;
+  // Modules run in FP8 in the current region (outermost autocast, or recompute): TE forbids a
+  // second run while reduce_amax is set, since row 0 would mix two casts of one quantizer.
+  std::vector<std::set<spec::ModuleId>> region_runs_;
+
+  Graph graph_;
+  Graph* current_graph_ = &graph_;
+  std::vector<Frame> frames_;
+  std::vector<int> open_frames_;
+  spec::CaptureId next_capture_ = 0;
+  std::set<spec::CaptureId> released_;
+  int replay_depth_ = 0;
+  StepCounts counts_;
+};
+
+}  // namespace fp8sm::runtime

@@ -1,0 +1,105 @@
+#include "runtime/scopes.hpp"
+
+#include "runtime/errors.hpp"
+
+namespace fp8sm::runtime {
+
+// ---- autocast -----------------------------------------------------------------------------
+
+Autocast::Autocast(Context& context, bool enabled)
+    : context_(context), id_(0), uncaught_at_entry_(std::uncaught_exceptions()) {
+  context_.enter_autocast(enabled);  // throws before the scope is open: nothing to leave
+  id_ = context_.open_scope(Context::ScopeKind::Autocast);
+}
+
+void Autocast::close() {
+  context_.close_scope(Context::ScopeKind::Autocast, id_);
+  open_ = false;
+  context_.exit_autocast();
+}
+
+Autocast::~Autocast() noexcept(false) {
+  if (!open_) return;
+  // While another exception unwinds, a second one would terminate the program: the exit has
+  // run, which is what the spec asks; what it raised is lost as in any C++ destructor.
+  if (std::uncaught_exceptions() > uncaught_at_entry_) {
+    try {
+      close();
+    } catch (...) {
+    }
+    return;
+  }
+  close();
+}
+
+// ---- no_grad ------------------------------------------------------------------------------
+
+NoGrad::NoGrad(Context& context) : context_(context), id_(0), uncaught_at_entry_(std::uncaught_exceptions()) {
+  context_.fire(spec::GradPush{false});
+  id_ = context_.open_scope(Context::ScopeKind::NoGrad);
+}
+
+void NoGrad::close() {
+  context_.close_scope(Context::ScopeKind::NoGrad, id_);
+  open_ = false;
+  context_.fire(spec::GradPop{});
+}
+
+NoGrad::~NoGrad() noexcept(false) {
+  if (!open_) return;
+  if (std::uncaught_exceptions() > uncaught_at_entry_) {
+    try {
+      close();
+    } catch (...) {
+    }
+    return;
+  }
+  close();
+}
+
+// ---- checkpoint ---------------------------------------------------------------------------
+
+Matrix checkpoint(Context& context, CheckpointMode mode, const CheckpointFunction& function, const Matrix& input) {
+  if (!function) throw std::invalid_argument("checkpoint: no function");
+  const std::size_t id = context.open_scope(Context::ScopeKind::Checkpoint);
+  Matrix output;
+  try {
+    output = mode == CheckpointMode::Reentrant ? context.run_reentrant(function, input)
+                                               : context.run_non_reentrant(function, input);
+  } catch (...) {
+    context.close_scope(Context::ScopeKind::Checkpoint, id);
+    throw;
+  }
+  context.close_scope(Context::ScopeKind::Checkpoint, id);
+  return output;
+}
+
+// ---- relu ---------------------------------------------------------------------------------
+
+namespace {
+class ReluNode final : public NodeFunction {
+ public:
+  explicit ReluNode(Matrix input) : input_(std::move(input)) {}
+  Matrix backward(const Matrix& grad_output) override {
+    Matrix grad = grad_output;
+    for (std::size_t i = 0; i < grad.values.size(); ++i) {
+      if (!(input_.values[i] > 0.0f)) grad.values[i] = 0.0f;
+    }
+    return grad;
+  }
+  void drop_saved() override { input_ = Matrix{}; }
+  void take_saved(NodeFunction& twin) override { input_ = static_cast<ReluNode&>(twin).input_; }
+
+ private:
+  Matrix input_;
+};
+}  // namespace
+
+Matrix relu(Context& context, const Matrix& x) {
+  Matrix y = x;
+  for (float& v : y.values) v = v > 0.0f ? v : 0.0f;
+  context.record_function(std::make_shared<ReluNode>(x));
+  return y;
+}
+
+}  // namespace fp8sm::runtime

@@ -1,0 +1,55 @@
+// The scopes a training program opens: FP8 autocast and no_grad as RAII objects, activation
+// checkpoints as a function. They leave exactly as Python's `with` does: also while an
+// exception unwinds through them, and without swallowing it.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+
+#include "runtime/context.hpp"
+
+namespace fp8sm::runtime {
+
+// te.fp8_autocast(enabled). close() leaves early (it throws what the state machine raises);
+// the destructor leaves if close() was not called. Leaving twice, or before a scope opened
+// inside it, throws MisuseError and changes nothing.
+class Autocast {
+ public:
+  explicit Autocast(Context& context, bool enabled = true);
+  ~Autocast() noexcept(false);
+  Autocast(const Autocast&) = delete;
+  Autocast& operator=(const Autocast&) = delete;
+  void close();
+
+ private:
+  Context& context_;
+  std::size_t id_;
+  bool open_ = true;
+  int uncaught_at_entry_;
+};
+
+// torch.no_grad().
+class NoGrad {
+ public:
+  explicit NoGrad(Context& context);
+  ~NoGrad() noexcept(false);
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+  void close();
+
+ private:
+  Context& context_;
+  std::size_t id_;
+  bool open_ = true;
+  int uncaught_at_entry_;
+};
+
+// torch.utils.checkpoint.checkpoint(function, input, use_reentrant=...): runs `function` now
+// without keeping its activations, and again (the recompute) when backward reaches it. The
+// function must compute the same thing both times (same modules, same order).
+Matrix checkpoint(Context& context, CheckpointMode mode, const CheckpointFunction& function, const Matrix& input);
+
+// max(x, 0), element-wise, recorded on the tape.
+Matrix relu(Context& context, const Matrix& x);
+
+}  // namespace fp8sm::runtime
