@@ -1,6 +1,7 @@
 #include "runtime/context.hpp"
 
 #include <algorithm>
+#include <typeinfo>
 #include <utility>
 
 #include "runtime/errors.hpp"
@@ -143,6 +144,7 @@ class ReentrantNode final : public NodeFunction {
 
   Matrix backward(const Matrix& grad_output) override {
     Graph graph;
+    graph.generation = context_.next_generation_++;
     try {
       context_.recompute(capture_, fp8_, function_, input_, graph);
     } catch (...) {
@@ -242,6 +244,15 @@ Matrix Context::run_non_reentrant(const CheckpointFunction& function, const Matr
   return output;
 }
 
+void Context::discard_since(const TapeMark& mark) {
+  Graph& graph = *current_graph_;
+  // A backward since the mark replaced the graph: everything in the new one is discarded.
+  const std::size_t keep = graph.generation == mark.generation ? std::min(mark.size, graph.nodes.size()) : 0;
+  const std::vector<TapeNode> discarded(graph.nodes.begin() + static_cast<std::ptrdiff_t>(keep), graph.nodes.end());
+  graph.nodes.resize(keep);
+  drop_nodes(discarded);
+}
+
 int Context::innermost_frame() const { return open_frames_.empty() ? -1 : open_frames_.back(); }
 
 // ---- backward engine ----------------------------------------------------------------------
@@ -257,6 +268,7 @@ Matrix Context::backward(const Matrix& grad_output, bool retain_graph) {
   if (!retain_graph) {
     graph_ = Graph{};
     graph_.freed = true;
+    graph_.generation = next_generation_++;
   }
   fire(spec::BackwardPassBegin{});
   fire(spec::GradPush{false, true});  // the engine runs backward functions with grad off
@@ -331,6 +343,7 @@ void Context::recompute_frame(int index) {
   const Frame frame = frames_[at];  // a copy: the recompute may add frames
   Graph twins;
   twins.live = false;
+  twins.generation = next_generation_++;
   try {
     recompute(frame.capture, frame.fp8, frame.function, frame.input, twins);
   } catch (...) {
@@ -338,10 +351,15 @@ void Context::recompute_frame(int index) {
     throw;
   }
   drop_nodes(twins.nodes);
-  if (twins.nodes.size() != frame.recorded.size()) {
-    throw std::logic_error("checkpoint: the non-reentrant recompute recorded " + std::to_string(twins.nodes.size()) +
+  bool same = twins.nodes.size() == frame.recorded.size();
+  for (std::size_t i = 0; same && i < twins.nodes.size(); ++i) {
+    const NodeFunction& twin = *twins.nodes[i].function;
+    same = typeid(twin) == typeid(*frame.recorded[i]);
+  }
+  if (!same) {
+    throw CheckpointError("checkpoint: the non-reentrant recompute recorded " + std::to_string(twins.nodes.size()) +
                            " nodes where its forward recorded " + std::to_string(frame.recorded.size()) +
-                           " (the checkpointed function must be deterministic)");
+                           " (or of other kinds): the checkpointed function must take the same path when it is run again");
   }
   for (std::size_t i = 0; i < twins.nodes.size(); ++i) frame.recorded[i]->take_saved(*twins.nodes[i].function);
 }
@@ -368,6 +386,7 @@ StepCounts Context::end_step() {
   }
   drop_nodes(graph_.nodes);  // what was recorded and never backpropagated
   graph_ = Graph{};
+  graph_.generation = next_generation_++;
   frames_.clear();
   released_.clear();
   const StepCounts done = counts_;

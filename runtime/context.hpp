@@ -73,6 +73,20 @@ class Context : private statemachine::Hooks {
   StepCounts end_step();
   StepCounts counts() const { return counts_; }
 
+  // Where the tape is now. A program that catches an exception thrown by its own forward hands
+  // the mark taken before it to discard_since: what was recorded since is never
+  // backpropagated (torch would never reach it), and checkpoints it held are released.
+  struct TapeMark {
+    std::uint64_t generation;
+    std::size_t size;
+  };
+  TapeMark mark() const { return {graph_.generation, current_graph_->nodes.size()}; }
+  void discard_since(const TapeMark& mark);
+  // Whether the current graph holds anything backward would run.
+  bool has_recorded() const { return !graph_.nodes.empty(); }
+  // Whether a checkpoint's recompute is running (its function is being called again).
+  bool in_recompute() const { return replay_depth_ > 0; }
+
   // What the machine says now.
   bool grad_enabled() const { return machine_.grad_enabled(); }
   bool fp8_enabled() const { return machine_.fp8_enabled(); }
@@ -178,6 +192,7 @@ class Context : private statemachine::Hooks {
   std::vector<Frame> frames_;
   std::vector<int> open_frames_;
   spec::CaptureId next_capture_ = 0;
+  std::uint64_t next_generation_ = 1;
   std::set<spec::CaptureId> released_;
   int replay_depth_ = 0;
   StepCounts counts_;

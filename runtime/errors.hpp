@@ -27,4 +27,13 @@ class StateError : public std::runtime_error {
   std::string kind_;
 };
 
+// A non-reentrant checkpoint's recompute recorded other nodes than its forward (the function
+// took another path the second time), so the forward's saved tensors cannot be given back;
+// torch raises its CheckpointError here too. Thrown from backward, after the recompute's
+// events: the pass ends as failed.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace fp8sm::runtime

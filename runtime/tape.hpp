@@ -2,6 +2,7 @@
 // output into the gradient of its input. Backward walks a graph's nodes in reverse.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct TapeNode {
 
 struct Graph {
   std::vector<TapeNode> nodes;
+  std::uint64_t generation = 0;  // tells graphs apart after backward replaced the current one
   bool live = true;   // false: a non-reentrant recompute's graph, never backpropagated
   bool freed = false; // backpropagated without retain_graph
 };
