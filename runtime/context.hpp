@@ -80,7 +80,7 @@ class Context : private statemachine::Hooks {
     std::uint64_t generation;
     std::size_t size;
   };
-  TapeMark mark() const { return {graph_.generation, current_graph_->nodes.size()}; }
+  TapeMark mark() const { return {current_graph_->generation, current_graph_->nodes.size()}; }
   void discard_since(const TapeMark& mark);
   // Whether the current graph holds anything backward would run.
   bool has_recorded() const { return !graph_.nodes.empty(); }

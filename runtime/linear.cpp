@@ -39,6 +39,9 @@ class LinearNode final : public NodeFunction {
 
   Matrix backward(const Matrix& grad_output) override {
     Context& context = module_.context_;
+    if (!has_saved()) {
+      throw std::logic_error("Linear " + module_.name() + ": backward without saved tensors (its checkpoint was not recomputed)");
+    }
     if (!fp8_) {
       // dx = dy W, dW += dyᵀ x
       const Matrix dx = matmul_nt(grad_output, transpose(weight_));
@@ -66,13 +69,19 @@ class LinearNode final : public NodeFunction {
     input_fp8_ = Fp8Matrix{};
     weight_fp8_ = Fp8Matrix{};
   }
+  // The recompute's casts decide the representation: under a semantics whose recompute runs
+  // with another FP8 flag than the forward did, the twin saved fp32 where the original had
+  // saved FP8 or the other way round, and backward computes from what it has.
   void take_saved(NodeFunction& twin) override {
     auto& other = static_cast<LinearNode&>(twin);
+    fp8_ = other.fp8_;
     input_ = other.input_;
     weight_ = other.weight_;
     input_fp8_ = other.input_fp8_;
     weight_fp8_ = other.weight_fp8_;
   }
+
+  bool has_saved() const { return fp8_ ? !input_fp8_.codes.empty() : !input_.values.empty(); }
 
   Matrix input_, weight_;             // fp32 path
   Fp8Matrix input_fp8_, weight_fp8_;  // FP8 path

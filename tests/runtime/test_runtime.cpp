@@ -5,6 +5,7 @@
 #include <string>
 
 #include "examples/mlp.hpp"
+#include "scenario_on_runtime.hpp"
 #include "spec/scenario_parser.hpp"
 #include "statemachine/interpreter.hpp"
 #include "runtime/fp8sm_runtime.hpp"
@@ -286,6 +287,66 @@ TEST(RuntimeExceptions, AFailedStepLeavesTheMachineWhereTheModelDoes) {
         EXPECT_EQ(counts.back().backward_updates, 1);
       }
     }
+  }
+}
+
+// ---- the property tests' shrunk counterexamples, kept ----------------------------------------
+
+// Runs `text` on the model and on the runtime; they must agree on counts, escaped exceptions
+// and the final machine state.
+void expect_runtime_as_model(const std::string& text, spec::Semantics semantics) {
+  const spec::Program program = spec::parse_scenario(text);
+  statemachine::Interpreter model(semantics, nullptr);
+  model.run(program);
+  runtime::Recipe recipe;
+  recipe.reduce_amax = false;
+  test_support::ScenarioOnRuntime on_runtime(semantics, recipe, 3);
+  const test_support::RuntimeRun run = on_runtime.run(program);
+  ASSERT_EQ(run.counts.size(), model.steps().size());
+  for (std::size_t i = 0; i < run.counts.size(); ++i) {
+    EXPECT_EQ(run.counts[i].forward_updates, model.steps()[i].forward_updates) << i;
+    EXPECT_EQ(run.counts[i].backward_updates, model.steps()[i].backward_updates) << i;
+  }
+  EXPECT_EQ(run.machine_snapshot, model.machine().snapshot());
+}
+
+// A `try` inside a recompute discarded against the main graph's mark instead of the
+// recompute's own graph, dropping what the recompute had recorded before the `try`.
+TEST(RuntimeRegressions, TryInsideARecomputeDiscardsOnlyItsOwnBody) {
+  for (spec::Semantics s : spec::kAllSemantics) {
+    expect_runtime_as_model(
+        "checkpoint reentrant {\n  checkpoint nonreentrant {\n    linear L0\n    try {\n      raise always\n    }\n  }\n}\n"
+        "autocast on {\n  backward\n}\n",
+        s);
+  }
+}
+
+// Under upstream a non-reentrant recompute inside a backward that runs under an enabled
+// autocast casts in another precision than its forward did: the node must backpropagate from
+// what the recompute saved (this crashed).
+TEST(RuntimeRegressions, ARecomputeInAnotherPrecisionThanItsForward) {
+  for (spec::Semantics s : spec::kAllSemantics) {
+    expect_runtime_as_model(
+        "checkpoint nonreentrant {\n  linear L2\n}\nautocast on {\n  no_grad {\n    checkpoint nonreentrant {\n"
+        "      linear L2\n    }\n    backward\n  }\n}\n",
+        s);
+  }
+}
+
+// A non-reentrant recompute that takes another path than its forward (`raise original` is
+// caught in the forward only) cannot give the forward's nodes their tensors back: torch raises
+// CheckpointError, and so does the runtime.
+TEST(RuntimeRegressions, ANonReentrantRecomputeOnAnotherPathIsACheckpointError) {
+  runtime::Recipe recipe;
+  recipe.reduce_amax = false;
+  test_support::ScenarioOnRuntime on_runtime(spec::Semantics::Fp8sm, recipe, 3);
+  const spec::Program program = spec::parse_scenario(
+      "checkpoint nonreentrant {\n  try {\n    raise original\n    linear L0\n  }\n  linear L0\n}\nbackward\n");
+  try {
+    on_runtime.run(program);
+    ADD_FAILURE() << "no error";
+  } catch (const test_support::RuntimeRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("recorded 2 nodes where its forward recorded 1"), std::string::npos) << e.what();
   }
 }
 
