@@ -28,6 +28,7 @@ Context::~Context() = default;
 
 template <class Event>
 void Context::fire(const Event& event) {
+  if (event_log_ != nullptr) event_log_->push_back(event);
   std::optional<spec::RaisedException> raised = machine_.fire(event);
   if (raised) throw StateError(raised->kind, raised->message);
 }

@@ -87,6 +87,10 @@ class Context : private statemachine::Hooks {
   // Whether a checkpoint's recompute is running (its function is being called again).
   bool in_recompute() const { return replay_depth_ > 0; }
 
+  // Every table event fired from now on is appended to `log` (nullptr stops): for benchmarks
+  // and tests that replay a step's events on a bare machine.
+  void log_events(std::vector<spec::AnyEvent>* log) { event_log_ = log; }
+
   // What the machine says now.
   bool grad_enabled() const { return machine_.grad_enabled(); }
   bool fp8_enabled() const { return machine_.fp8_enabled(); }
@@ -196,6 +200,7 @@ class Context : private statemachine::Hooks {
   std::set<spec::CaptureId> released_;
   int replay_depth_ = 0;
   StepCounts counts_;
+  std::vector<spec::AnyEvent>* event_log_ = nullptr;
 };
 
 }  // namespace fp8sm::runtime
