@@ -1,6 +1,7 @@
 #include "runtime/context.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <typeinfo>
 #include <utility>
 
@@ -14,6 +15,29 @@ using spec::ModuleId;
 namespace {
 constexpr std::size_t kForwardSlots = 2;   // input, weight
 constexpr std::size_t kBackwardSlots = 1;  // grad_output
+
+// What the program was doing when the table raised, for StateError's message.
+std::string doing(const spec::AutocastEnter&) { return "entering an autocast"; }
+std::string doing(const spec::AutocastExit&) { return "leaving an autocast"; }
+std::string doing(const spec::GradPush&) { return "changing the grad mode"; }
+std::string doing(const spec::GradPop&) { return "restoring the grad mode"; }
+std::string doing(const spec::CheckpointForwardEnter& e) { return "entering the forward of checkpoint #" + std::to_string(e.capture); }
+std::string doing(const spec::CheckpointForwardExit&) { return "leaving a checkpoint's forward"; }
+std::string doing(const spec::RecomputeEnter& e) { return "entering the recompute of checkpoint #" + std::to_string(e.capture); }
+std::string doing(const spec::RecomputeExit&) { return "leaving a recompute"; }
+std::string doing(const spec::ModulePrepare&) { return "preparing the forward of module"; }
+std::string doing(const spec::ModuleClaim&) { return "recording module"; }
+std::string doing(const spec::ModuleEndForward&) { return "ending the forward of module"; }
+std::string doing(const spec::ModuleBackward&) { return "the backward of module"; }
+
+// Module events name their module; the others do not.
+template <class Event, class = void>
+struct NamesModule : std::false_type {};
+template <class Event>
+struct NamesModule<Event, std::void_t<decltype(std::declval<Event>().module)>> : std::true_type {};
+std::string doing(const spec::BackwardPassBegin&) { return "beginning a backward pass"; }
+std::string doing(const spec::BackwardPassEnd&) { return "ending a backward pass"; }
+std::string doing(const spec::CheckpointReleased& e) { return "releasing checkpoint #" + std::to_string(e.capture); }
 }  // namespace
 
 Context::Context(Recipe recipe, std::unique_ptr<Backend> backend, spec::Semantics semantics, AmaxReductionGroup* group)
@@ -30,7 +54,13 @@ template <class Event>
 void Context::fire(const Event& event) {
   if (event_log_ != nullptr) event_log_->push_back(event);
   std::optional<spec::RaisedException> raised = machine_.fire(event);
-  if (raised) throw StateError(raised->kind, raised->message);
+  if (raised) {
+    std::string what = doing(event);
+    if constexpr (NamesModule<Event>::value) what += " '" + modules_.at(event.module).name + "'";
+    if (!recomputing_.empty()) what += " in the recompute of checkpoint #" + std::to_string(recomputing_.back());
+    throw StateError(raised->kind, raised->message + " (while " + what + ", under the " +
+                                       std::string(spec::name(machine_.semantics())) + " semantics)");
+  }
 }
 
 // ---- modules ------------------------------------------------------------------------------
@@ -310,6 +340,7 @@ Matrix Context::recompute(CaptureId capture, bool fp8, const CheckpointFunction&
     fire(spec::GradPop{});
     throw;
   }
+  recomputing_.push_back(capture);
   fire(spec::AutocastEnter{fp8, true});
   region_runs_.emplace_back();
   Graph* const outer_graph = current_graph_;
@@ -322,6 +353,7 @@ Matrix Context::recompute(CaptureId capture, bool fp8, const CheckpointFunction&
     current_graph_ = outer_graph;
     open_frames_.swap(outer_frames);
     region_runs_.pop_back();
+    recomputing_.pop_back();  // before the exits: one of them may raise
     fire(spec::AutocastExit{});
     fire(spec::RecomputeExit{});
     fire(spec::GradPop{});

@@ -199,6 +199,7 @@ class Context : private statemachine::Hooks {
   std::uint64_t next_generation_ = 1;
   std::set<spec::CaptureId> released_;
   int replay_depth_ = 0;
+  std::vector<spec::CaptureId> recomputing_;  // checkpoints whose recompute is running, innermost last
   StepCounts counts_;
   std::vector<spec::AnyEvent>* event_log_ = nullptr;
 };

@@ -191,6 +191,36 @@ TEST(RuntimeMisuse, BackwardWithNothingRecordedOrTwice) {
             std::string::npos);
 }
 
+// A recompute with nothing captured for it: under pr3213 a second backward through a retained
+// reentrant checkpoint finds its capture consumed (spec §7 row 24: IndexError on TE); the error
+// names the operation and the checkpoint. fp8sm keeps the capture for every recompute.
+TEST(RuntimeMisuse, ARecomputeWithNothingCapturedNamesTheCheckpoint) {
+  for (spec::Semantics semantics : {spec::Semantics::Pr3213, spec::Semantics::Fp8sm}) {
+    runtime::Context ctx(runtime::Recipe{}, runtime::make_cpu_backend(), semantics);
+    runtime::Linear l0(ctx, "L0", 4, 4, 1);
+    {
+      runtime::Autocast fp8(ctx);
+      runtime::checkpoint(ctx, runtime::CheckpointMode::Reentrant, [&](const Matrix& h) { return l0.forward(h); },
+                          Matrix(2, 4, 0.5f));
+    }
+    ctx.backward(Matrix(2, 4, 1.0f), /*retain_graph=*/true);
+    if (semantics == spec::Semantics::Fp8sm) {
+      EXPECT_NO_THROW(ctx.backward(Matrix(2, 4, 1.0f)));
+      continue;
+    }
+    try {
+      ctx.backward(Matrix(2, 4, 1.0f));
+      ADD_FAILURE() << "no StateError";
+    } catch (const runtime::StateError& e) {
+      EXPECT_EQ(e.kind(), "IndexError") << e.what();
+      EXPECT_NE(std::string(e.what()).find("while preparing the forward of module 'L0' in the recompute of checkpoint #0, "
+                                           "under the pr3213 semantics"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(RuntimeMisuse, EndingAStepInsideAScope) {
   Fixture f;
   runtime::Autocast fp8(f.ctx);
