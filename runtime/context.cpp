@@ -340,20 +340,18 @@ Matrix Context::recompute(CaptureId capture, bool fp8, const CheckpointFunction&
     fire(spec::GradPop{});
     throw;
   }
-  recomputing_.push_back(capture);
   fire(spec::AutocastEnter{fp8, true});
   region_runs_.emplace_back();
   Graph* const outer_graph = current_graph_;
   std::vector<int> outer_frames;
   outer_frames.swap(open_frames_);  // the replay is its own context
   current_graph_ = &graph;
-  ++replay_depth_;
+  recomputing_.push_back(capture);
   auto leave = [&] {
-    --replay_depth_;
     current_graph_ = outer_graph;
     open_frames_.swap(outer_frames);
     region_runs_.pop_back();
-    recomputing_.pop_back();  // before the exits: one of them may raise
+    recomputing_.pop_back();  // before the exits, one of which may raise
     fire(spec::AutocastExit{});
     fire(spec::RecomputeExit{});
     fire(spec::GradPop{});

@@ -85,7 +85,7 @@ class Context : private statemachine::Hooks {
   // Whether the current graph holds anything backward would run.
   bool has_recorded() const { return !graph_.nodes.empty(); }
   // Whether a checkpoint's recompute is running (its function is being called again).
-  bool in_recompute() const { return replay_depth_ > 0; }
+  bool in_recompute() const { return !recomputing_.empty(); }
 
   // Every table event fired from now on is appended to `log` (nullptr stops): for benchmarks
   // and tests that replay a step's events on a bare machine.
@@ -198,7 +198,6 @@ class Context : private statemachine::Hooks {
   spec::CaptureId next_capture_ = 0;
   std::uint64_t next_generation_ = 1;
   std::set<spec::CaptureId> released_;
-  int replay_depth_ = 0;
   std::vector<spec::CaptureId> recomputing_;  // checkpoints whose recompute is running, innermost last
   StepCounts counts_;
   std::vector<spec::AnyEvent>* event_log_ = nullptr;
