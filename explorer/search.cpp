@@ -162,12 +162,12 @@ class Search {
     for (const Link& link : chain) {
       ++stats.transitions;
       record(link.verdict, parent, link.via, link.fingerprint, length);
-      if (seen_.contains(link.fingerprint)) return;
-      if (over_memory_budget()) {
+      // Under a memory budget a new state is looked up first: storing it may not fit.
+      if (options_.max_memory != 0 && !seen_.contains(link.fingerprint) && over_memory_budget()) {
         stopped_ = StopReason::MaxMemory;
         return;
       }
-      seen_.insert(link.fingerprint);
+      if (!seen_.insert(link.fingerprint)) return;
       parent = tree_.add(parent, link.via);
       next.push_back(parent);
       if (link.top_level) record(link.end_verdict, parent, std::nullopt, link.fingerprint, length);
@@ -178,7 +178,6 @@ class Search {
   // Whether storing one more state would take the table (while it grows, old and new copy
   // together) and the tree past --max-memory.
   bool over_memory_budget() const {
-    if (options_.max_memory == 0) return false;
     std::size_t needed = seen_.bytes() + tree_.bytes();
     if (seen_.full()) needed += seen_.bytes_after_growth();
     if (tree_.full()) needed += SearchTree::chunk_bytes();
