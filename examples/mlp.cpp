@@ -4,6 +4,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "runtime/backends.hpp"
+
 namespace fp8sm::examples {
 
 using runtime::Matrix;
@@ -37,7 +39,7 @@ Granularity parse_granularity(const std::string& text) {
 }
 
 MlpResult train_mlp(const MlpOptions& options, const std::function<void(const StepReport&)>& each_step) {
-  runtime::Context ctx(options.recipe, runtime::make_cpu_backend(), options.semantics);
+  runtime::Context ctx(options.recipe, runtime::make_backend(options.backend), options.semantics);
   runtime::Linear l0(ctx, "L0", kInputs, kHidden, 1);
   runtime::Linear l1(ctx, "L1", kHidden, kHidden, 2);
   runtime::Linear l2(ctx, "L2", kHidden, 1, 3);

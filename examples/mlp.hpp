@@ -19,6 +19,7 @@ struct MlpOptions {
   CheckpointKind checkpoint = CheckpointKind::None;
   Granularity granularity = Granularity::Single;
   spec::Semantics semantics = spec::Semantics::Fp8sm;
+  std::string backend = "cpu";  // runtime::make_backend's names
   int steps = 300;
   std::size_t batch = 64;
   float learning_rate = 0.05f;

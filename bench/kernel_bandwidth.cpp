@@ -1,0 +1,135 @@
+// The CUDA kernels' speed on the GPU of this machine: for square inputs of 4096², 8192² and
+// 16384² float32, the GB/s of cast + amax and of cast-transpose + amax and their fraction of a
+// device-to-device copy of the same input measured in the same run; the fused update of 64,
+// 512 and 4096 tensors (one launch each); FP8 GEMM TFLOP/s through cuBLASLt at 4096³ and 8192³.
+// Targets on H200: cast-transpose >= 0.9 of the copy, 4096 tensors updated in < 20 µs, GEMM
+// >= 1300 TFLOP/s at 8192³. Exit status 3 (and the CUDA runtime's reason) without a GPU.
+//
+//   bench/kernel_bandwidth [--repeats R]
+#include <cuda_runtime_api.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/cuda_device.hpp"
+#include "kernels/cuda/cuda_kernels.hpp"
+
+namespace {
+
+using fp8sm::kernels::Format;
+using fp8sm::kernels::cuda::check_cuda;
+
+// Milliseconds per call of `work`, the median of `repeats` timed with CUDA events after a warm-up.
+double time_ms(int repeats, const std::function<void()>& work) {
+  work();
+  check_cuda(cudaDeviceSynchronize(), "warm-up");
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<float> times;
+  for (int r = 0; r < repeats; ++r) {
+    cudaEventRecord(start);
+    work();
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+struct Device {
+  explicit Device(std::size_t bytes) { check_cuda(cudaMalloc(&p, bytes), "cudaMalloc"); cudaMemset(p, 0, bytes); }
+  ~Device() { cudaFree(p); }
+  void* p = nullptr;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kernel_bandwidth: the CUDA kernels' speed on this GPU"};
+  int repeats = 20;
+  app.add_option("--repeats", repeats, "timed calls per figure (default 20)");
+  CLI11_PARSE(app, argc, argv);
+  const auto& device = fp8sm::kernels::cuda::device_status();
+  if (!device.usable) {
+    std::fprintf(stderr, "kernel_bandwidth: %s\n", device.why.c_str());
+    return 3;
+  }
+  std::printf("%s (sm_%d)\n", device.name.c_str(), device.arch);
+  fp8sm::kernels::cuda::NvrtcCompiler compiler;
+  fp8sm::kernels::cuda::CudaKernels kernels(compiler);
+
+  std::printf("%-8s %14s %14s %8s %18s %8s\n", "size", "copy GB/s", "cast GB/s", "of copy", "cast-transp GB/s", "of copy");
+  for (std::size_t side : {4096u, 8192u, 16384u}) {
+    const std::size_t n = side * side;
+    Device in(n * 4), copy(n * 4), out(n), out_t(n), amax(4);
+    const double copy_ms = time_ms(repeats, [&] { cudaMemcpy(copy.p, in.p, n * 4, cudaMemcpyDeviceToDevice); });
+    const double cast_ms = time_ms(repeats, [&] {
+      kernels.cast(in.p, false, n, 1.0f, Format::E4M3, static_cast<std::uint8_t*>(out.p), static_cast<float*>(amax.p));
+    });
+    const double ct_ms = time_ms(repeats, [&] {
+      kernels.cast_transpose(in.p, false, side, side, 1.0f, Format::E4M3, static_cast<std::uint8_t*>(out.p),
+                             static_cast<std::uint8_t*>(out_t.p), static_cast<float*>(amax.p));
+    });
+    const auto elements = static_cast<double>(n);
+    const double copy_gbs = 2.0 * elements * 4 / (copy_ms * 1e6);  // read + write
+    const double cast_gbs = 5.0 * elements / (cast_ms * 1e6);       // 4 read + 1 written
+    const double ct_gbs = 6.0 * elements / (ct_ms * 1e6);           // 4 read + 2 written
+    std::printf("%-8zu %14.0f %14.0f %8.2f %18.0f %8.2f\n", side, copy_gbs, cast_gbs, cast_gbs / copy_gbs, ct_gbs,
+                ct_gbs / copy_gbs);
+  }
+
+  std::printf("\n%-10s %12s\n", "tensors", "update us");
+  for (unsigned tensors : {64u, 512u, 4096u}) {
+    const unsigned length = 1024, slots = 3;
+    std::vector<std::unique_ptr<Device>> histories, scales;
+    std::vector<float*> hp, sp;
+    std::vector<unsigned> begin = {0};
+    for (unsigned t = 0; t < tensors; ++t) {
+      histories.push_back(std::make_unique<Device>(length * slots * 4));
+      scales.push_back(std::make_unique<Device>(slots * 4));
+      hp.push_back(static_cast<float*>(histories.back()->p));
+      sp.push_back(static_cast<float*>(scales.back()->p));
+      begin.push_back(begin.back() + slots);
+    }
+    Device d_hp(tensors * sizeof(float*)), d_sp(tensors * sizeof(float*)), d_reduced(begin.back() * 4),
+        d_begin(begin.size() * 4);
+    cudaMemcpy(d_hp.p, hp.data(), tensors * sizeof(float*), cudaMemcpyHostToDevice);
+    cudaMemcpy(d_sp.p, sp.data(), tensors * sizeof(float*), cudaMemcpyHostToDevice);
+    cudaMemcpy(d_begin.p, begin.data(), begin.size() * 4, cudaMemcpyHostToDevice);
+    const fp8sm::kernels::ScaleUpdateRecipe recipe{Format::E4M3, 0, fp8sm::kernels::AmaxComputeAlgo::Max,
+                                                   fp8sm::kernels::UpdatePath::Fused};
+    const double ms = time_ms(repeats, [&] {
+      kernels.scale_update(static_cast<float**>(d_hp.p), static_cast<float**>(d_sp.p), static_cast<float*>(d_reduced.p),
+                           static_cast<unsigned*>(d_begin.p), tensors, begin.back(), length, recipe);
+    });
+    std::printf("%-10u %12.1f\n", tensors, ms * 1000.0);
+  }
+
+  std::printf("\n%-8s %12s\n", "m=n=k", "TFLOP/s");
+  fp8sm::kernels::cuda::CublasLtGemm gemm;
+  for (std::size_t side : {4096u, 8192u}) {
+    Device a(side * side), b(side * side), c(side * side * 4), scale(4);
+    const float one = 1.0f;
+    cudaMemcpy(scale.p, &one, 4, cudaMemcpyHostToDevice);
+    const double ms = time_ms(repeats, [&] {
+      gemm.gemm_tn(static_cast<std::uint8_t*>(a.p), Format::E4M3, static_cast<float*>(scale.p),
+                   static_cast<std::uint8_t*>(b.p), Format::E4M3, static_cast<float*>(scale.p), side, side, side,
+                   static_cast<float*>(c.p));
+    });
+    const auto edge = static_cast<double>(side);
+    std::printf("%-8zu %12.0f\n", side, 2.0 * edge * edge * edge / (ms * 1e9));
+  }
+  return 0;
+}

@@ -1,0 +1,24 @@
+#include "runtime/backends.hpp"
+
+#include <stdexcept>
+
+#ifdef FP8SM_HAVE_CUDA
+#include "runtime/cuda_backend.hpp"
+#endif
+
+namespace fp8sm::runtime {
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+  if (name == "cpu") return make_cpu_backend();
+  if (name == "cuda" || name == "cuda-exact") {
+#ifdef FP8SM_HAVE_CUDA
+    return make_cuda_backend(name == "cuda" ? CudaGemm::Fast : CudaGemm::Exact);
+#else
+    throw std::runtime_error("backend " + name + ": this build has no CUDA backend (the CUDA toolkit was not found "
+                             "when it was configured)");
+#endif
+  }
+  throw std::invalid_argument("unknown backend '" + name + "' (expected cpu, cuda or cuda-exact)");
+}
+
+}  // namespace fp8sm::runtime
