@@ -6,9 +6,8 @@
 
 namespace fp8sm::runtime {
 
-void reduce_and_update(const std::vector<kernels::ScalingMeta*>& key_metas,
-                       AmaxReductionGroup* group, bool reduce_amax,
-                       const kernels::ScaleUpdateRecipe& recipe) {
+std::vector<float> reduced_amaxes(const std::vector<kernels::ScalingMeta*>& key_metas, AmaxReductionGroup* group,
+                                  bool reduce_amax) {
   std::vector<float> amaxes = kernels::current_amaxes(key_metas);
   if (reduce_amax && group != nullptr && group->size() > 1) {
     const std::size_t slots = amaxes.size();
@@ -21,7 +20,13 @@ void reduce_and_update(const std::vector<kernels::ScalingMeta*>& key_metas,
                              std::to_string(slots) + " slots");
     }
   }
-  kernels::update_scales(key_metas, amaxes, recipe);
+  return amaxes;
+}
+
+void reduce_and_update(const std::vector<kernels::ScalingMeta*>& key_metas,
+                       AmaxReductionGroup* group, bool reduce_amax,
+                       const kernels::ScaleUpdateRecipe& recipe) {
+  kernels::update_scales(key_metas, reduced_amaxes(key_metas, group, reduce_amax), recipe);
 }
 
 }  // namespace fp8sm::runtime

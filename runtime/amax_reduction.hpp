@@ -55,6 +55,11 @@ class SingleProcessGroup final : public AmaxReductionGroup {
 // Throws what current_amaxes and update_scales throw (std::invalid_argument, before anything
 // changes), what the group throws, and std::logic_error naming the group when its
 // all_reduce_max returned a different number of amaxes than it was given.
+// Steps 1 and 2 alone: the amaxes the update of the key takes (for a backend that updates
+// elsewhere, e.g. on a GPU). Throws as reduce_and_update does.
+std::vector<float> reduced_amaxes(const std::vector<kernels::ScalingMeta*>& key_metas, AmaxReductionGroup* group,
+                                  bool reduce_amax);
+
 void reduce_and_update(const std::vector<kernels::ScalingMeta*>& key_metas,
                        AmaxReductionGroup* group, bool reduce_amax,
                        const kernels::ScaleUpdateRecipe& recipe);

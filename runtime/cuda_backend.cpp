@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <stdexcept>
 
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cuda_device.hpp"
@@ -96,9 +97,13 @@ class CudaBackend final : public Backend {
                          bool reduce_amax, const kernels::ScaleUpdateRecipe& recipe) override {
     // Steps 1 and 2 on the host (the metas live there; the reduction is the group's), the
     // update of every tensor in one launch.
-    std::vector<float> amaxes = kernels::current_amaxes(metas);
-    if (reduce_amax && group != nullptr && group->size() > 1) group->all_reduce_max(amaxes);
+    const std::vector<float> amaxes = reduced_amaxes(metas, group, reduce_amax);
     if (metas.empty()) return;
+    for (const kernels::ScalingMeta* m : metas) {
+      if (m->history_length != metas.front()->history_length) {
+        throw std::invalid_argument("CUDA update: the metas of one key must share one amax history length");
+      }
+    }
     std::vector<std::unique_ptr<Device>> histories, scales;
     std::vector<float*> history_pointers, scale_pointers;
     std::vector<unsigned> slot_begin = {0};

@@ -4,6 +4,24 @@
 
 namespace fp8sm::runtime {
 
+namespace {
+// A scope's destructor leaves it if close() was not called. While another exception unwinds, a
+// second one would terminate the program: the exit has run, which is what the spec asks; what
+// it raised is lost, as in any C++ destructor.
+template <class Scope>
+void leave_from_destructor(Scope& scope, bool open, int uncaught_at_entry) {
+  if (!open) return;
+  if (std::uncaught_exceptions() > uncaught_at_entry) {
+    try {
+      scope.close();
+    } catch (...) {
+    }
+    return;
+  }
+  scope.close();
+}
+}  // namespace
+
 // ---- autocast -----------------------------------------------------------------------------
 
 Autocast::Autocast(Context& context, bool enabled)
@@ -18,19 +36,7 @@ void Autocast::close() {
   context_.exit_autocast();
 }
 
-Autocast::~Autocast() noexcept(false) {
-  if (!open_) return;
-  // While another exception unwinds, a second one would terminate the program: the exit has
-  // run, which is what the spec asks; what it raised is lost as in any C++ destructor.
-  if (std::uncaught_exceptions() > uncaught_at_entry_) {
-    try {
-      close();
-    } catch (...) {
-    }
-    return;
-  }
-  close();
-}
+Autocast::~Autocast() noexcept(false) { leave_from_destructor(*this, open_, uncaught_at_entry_); }
 
 // ---- no_grad ------------------------------------------------------------------------------
 
@@ -45,17 +51,7 @@ void NoGrad::close() {
   context_.fire(spec::GradPop{});
 }
 
-NoGrad::~NoGrad() noexcept(false) {
-  if (!open_) return;
-  if (std::uncaught_exceptions() > uncaught_at_entry_) {
-    try {
-      close();
-    } catch (...) {
-    }
-    return;
-  }
-  close();
-}
+NoGrad::~NoGrad() noexcept(false) { leave_from_destructor(*this, open_, uncaught_at_entry_); }
 
 // ---- checkpoint ---------------------------------------------------------------------------
 
