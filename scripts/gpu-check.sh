@@ -4,6 +4,10 @@
 # every output under $OUT (default: gpu-check-results/) and exits non-zero if a check failed.
 #
 #   OUT=/some/folder scripts/gpu-check.sh
+#
+# On a machine that cannot reach a package archive, run scripts/fetch-gpu-deps.sh first where
+# apt works and bring the .deps/ folder along: its packages are unpacked into a private prefix
+# (never into /) and the build looks there. MPI is optional here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu-check-results}"
@@ -11,8 +15,23 @@ mkdir -p "$out"
 status=0
 
 { nvidia-smi || true; } > "$out/nvidia-smi.txt" 2>&1
-scripts/setup.sh > "$out/setup.log" 2>&1 || { echo "setup failed (see $out/setup.log)"; exit 1; }
-scripts/build.sh > "$out/build.log" 2>&1 || { echo "build failed (see $out/build.log)"; exit 1; }
+if compgen -G ".deps/*.deb" > /dev/null; then
+  root="$PWD/.deps/root"
+  mkdir -p "$root"
+  for f in .deps/*.deb; do dpkg -x "$f" "$root"; done
+  export CMAKE_PREFIX_PATH="$root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export CPATH="$root/usr/include${CPATH:+:$CPATH}"
+  export LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  scripts/setup.sh > "$out/setup.log" 2>&1 || { echo "setup failed (see $out/setup.log)"; exit 1; }
+fi
+# Warnings are not errors here: the GPU machine's compiler may differ from CI's.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFP8SM_REQUIRE_CUDA=ON -DCUDAToolkit_ROOT=/usr/local/cuda \
+  > "$out/configure.log" 2>&1 || { echo "configure failed (see $out/configure.log)"; exit 1; }
+cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_runtime kernel_bandwidth train_mlp \
+  test_runtime test_runtime_properties test_kernels_fp8 > "$out/build.log" 2>&1 \
+  || { echo "build failed (see $out/build.log)"; exit 1; }
 
 # GPU tests: every kernel against the CPU reference, the runtime on the CUDA backend.
 ctest --test-dir build -L gpu --output-on-failure > "$out/gpu-tests.log" 2>&1 || status=1
@@ -20,8 +39,8 @@ if grep -q "Skipped" "$out/gpu-tests.log"; then
   echo "GPU tests were skipped (no usable GPU?): see $out/gpu-tests.log"
   status=1
 fi
-# The runtime's own tests again, now that the CUDA backend is there too.
-ctest --test-dir build -L runtime --output-on-failure > "$out/runtime-tests.log" 2>&1 || status=1
+# The runtime's own tests on this machine too (those that were built).
+ctest --test-dir build -R "runtime\.Runtime" --output-on-failure > "$out/runtime-tests.log" 2>&1 || status=1
 
 build/examples/train_mlp --backend cuda --checkpoint reentrant --granularity per-layer > "$out/train_mlp_cuda.txt" 2>&1 || status=1
 build/examples/train_mlp --backend cpu --checkpoint reentrant --granularity per-layer > "$out/train_mlp_cpu.txt" 2>&1 || status=1
