@@ -29,15 +29,15 @@ std::string doing(const spec::ModulePrepare&) { return "preparing the forward of
 std::string doing(const spec::ModuleClaim&) { return "recording module"; }
 std::string doing(const spec::ModuleEndForward&) { return "ending the forward of module"; }
 std::string doing(const spec::ModuleBackward&) { return "the backward of module"; }
+std::string doing(const spec::BackwardPassBegin&) { return "beginning a backward pass"; }
+std::string doing(const spec::BackwardPassEnd&) { return "ending a backward pass"; }
+std::string doing(const spec::CheckpointReleased& e) { return "releasing checkpoint #" + std::to_string(e.capture); }
 
 // Module events name their module; the others do not.
 template <class Event, class = void>
 struct NamesModule : std::false_type {};
 template <class Event>
 struct NamesModule<Event, std::void_t<decltype(std::declval<Event>().module)>> : std::true_type {};
-std::string doing(const spec::BackwardPassBegin&) { return "beginning a backward pass"; }
-std::string doing(const spec::BackwardPassEnd&) { return "ending a backward pass"; }
-std::string doing(const spec::CheckpointReleased& e) { return "releasing checkpoint #" + std::to_string(e.capture); }
 }  // namespace
 
 Context::Context(Recipe recipe, std::unique_ptr<Backend> backend, spec::Semantics semantics, AmaxReductionGroup* group)
