@@ -124,21 +124,24 @@ std::vector<float> current_amaxes(const std::vector<ScalingMeta*>& metas) {
 void update_scales(const std::vector<ScalingMeta*>& metas, const std::vector<float>& reduced_amax,
                    const ScaleUpdateRecipe& recipe) {
   check_arguments(metas, reduced_amax, recipe);
-  const float max_value = fp8_max(recipe.format);
-  // Fused: fp8_max * 2^-margin; unfused divides by 2^margin. Both powers are float32.
-  const float scaled_max = max_value * std::ldexp(1.0f, -recipe.margin);
-  const float margin_divisor = std::ldexp(1.0f, recipe.margin);
+  const UpdateConstants constants = update_constants(recipe);
   std::size_t index = 0;
   for (ScalingMeta* meta : metas) {
     for (std::size_t slot = 0; slot < meta->slots(); ++slot, ++index) {
       float& scale = meta->scale[slot];
       const SlotHistory history(*meta, slot);
       scale = recipe.path == UpdatePath::Fused
-                  ? fused_slot(history, reduced_amax[index], scale, recipe.algo, scaled_max)
-                  : unfused_slot(history, reduced_amax[index], scale, recipe.algo, max_value,
-                                 margin_divisor);
+                  ? fused_slot(history, reduced_amax[index], scale, recipe.algo, constants.scaled_max)
+                  : unfused_slot(history, reduced_amax[index], scale, recipe.algo, constants.fp8_max,
+                                 constants.margin_divisor);
     }
   }
+}
+
+UpdateConstants update_constants(const ScaleUpdateRecipe& recipe) {
+  const float max_value = fp8_max(recipe.format);
+  // Fused: fp8_max * 2^-margin; unfused divides by 2^margin. Both powers are float32.
+  return {max_value, max_value * std::ldexp(1.0f, -recipe.margin), std::ldexp(1.0f, recipe.margin)};
 }
 
 }  // namespace fp8sm::kernels

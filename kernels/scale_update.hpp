@@ -62,4 +62,13 @@ std::vector<float> current_amaxes(const std::vector<ScalingMeta*>& metas);
 void update_scales(const std::vector<ScalingMeta*>& metas, const std::vector<float>& reduced_amax,
                    const ScaleUpdateRecipe& recipe);
 
+// The float32 constants of the update, shared with the CUDA version so that both use the same
+// bits: M, M * 2^-margin (fused) and 2^margin (unfused divides by it).
+struct UpdateConstants {
+  float fp8_max;
+  float scaled_max;
+  float margin_divisor;
+};
+UpdateConstants update_constants(const ScaleUpdateRecipe& recipe);
+
 }  // namespace fp8sm::kernels

@@ -2,7 +2,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cmath>
 #include <stdexcept>
 
 #include "kernels/cuda/cuda_device.hpp"
@@ -113,14 +112,12 @@ void CudaKernels::scale_update(float* const* histories, float* const* scales, co
                                const unsigned* slot_begin, unsigned tensors, unsigned total_slots,
                                unsigned history_length, const ScaleUpdateRecipe& recipe, void* stream) const {
   if (total_slots == 0) return;
-  // The same float32 constants as the CPU update (kernels/scale_update.cpp).
-  float max_value = fp8_max(recipe.format);
-  float scaled_max = max_value * std::ldexp(1.0f, -recipe.margin);
-  float margin_divisor = std::ldexp(1.0f, recipe.margin);
+  // The same float32 constants as the CPU update.
+  UpdateConstants constants = update_constants(recipe);
   int most_recent = recipe.algo == AmaxComputeAlgo::MostRecent ? 1 : 0;
   int unfused = recipe.path == UpdatePath::Unfused ? 1 : 0;
   void* args[] = {&histories, &scales, &reduced, &slot_begin, &tensors, &history_length,
-                  &max_value, &scaled_max, &margin_divisor, &most_recent, &unfused};
+                  &constants.fp8_max, &constants.scaled_max, &constants.margin_divisor, &most_recent, &unfused};
   launch(kernel("fp8sm_scale_update"), dim3((total_slots + 255) / 256), dim3(256), args, stream, "fp8sm_scale_update");
 }
 
