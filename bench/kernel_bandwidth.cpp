@@ -19,11 +19,13 @@
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/device_buffer.hpp"
 
 namespace {
 
 using fp8sm::kernels::Format;
 using fp8sm::kernels::cuda::check_cuda;
+using fp8sm::kernels::cuda::DeviceBuffer;
 
 // Milliseconds per call of `work`, the median of `repeats` timed with CUDA events after a warm-up.
 double time_ms(int repeats, const std::function<void()>& work) {
@@ -48,11 +50,6 @@ double time_ms(int repeats, const std::function<void()>& work) {
   return times[times.size() / 2];
 }
 
-struct Device {
-  explicit Device(std::size_t bytes) { check_cuda(cudaMalloc(&p, bytes), "cudaMalloc"); cudaMemset(p, 0, bytes); }
-  ~Device() { cudaFree(p); }
-  void* p = nullptr;
-};
 
 }  // namespace
 
@@ -73,14 +70,14 @@ int main(int argc, char** argv) {
   std::printf("%-8s %14s %14s %8s %18s %8s\n", "size", "copy GB/s", "cast GB/s", "of copy", "cast-transp GB/s", "of copy");
   for (std::size_t side : {4096u, 8192u, 16384u}) {
     const std::size_t n = side * side;
-    Device in(n * 4), copy(n * 4), out(n), out_t(n), amax(4);
-    const double copy_ms = time_ms(repeats, [&] { cudaMemcpy(copy.p, in.p, n * 4, cudaMemcpyDeviceToDevice); });
+    DeviceBuffer<float> in(n), copy(n), amax(1);
+    DeviceBuffer<std::uint8_t> out(n), out_t(n);
+    const double copy_ms = time_ms(repeats, [&] { cudaMemcpy(copy.get(), in.get(), n * 4, cudaMemcpyDeviceToDevice); });
     const double cast_ms = time_ms(repeats, [&] {
-      kernels.cast(in.p, false, n, 1.0f, Format::E4M3, static_cast<std::uint8_t*>(out.p), static_cast<float*>(amax.p));
+      kernels.cast(in.get(), false, n, 1.0f, Format::E4M3, out.get(), amax.get());
     });
     const double ct_ms = time_ms(repeats, [&] {
-      kernels.cast_transpose(in.p, false, side, side, 1.0f, Format::E4M3, static_cast<std::uint8_t*>(out.p),
-                             static_cast<std::uint8_t*>(out_t.p), static_cast<float*>(amax.p));
+      kernels.cast_transpose(in.get(), false, side, side, 1.0f, Format::E4M3, out.get(), out_t.get(), amax.get());
     });
     const auto elements = static_cast<double>(n);
     const double copy_gbs = 2.0 * elements * 4 / (copy_ms * 1e6);  // read + write
@@ -93,26 +90,23 @@ int main(int argc, char** argv) {
   std::printf("\n%-10s %12s\n", "tensors", "update us");
   for (unsigned tensors : {64u, 512u, 4096u}) {
     const unsigned length = 1024, slots = 3;
-    std::vector<std::unique_ptr<Device>> histories, scales;
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
     std::vector<float*> hp, sp;
     std::vector<unsigned> begin = {0};
     for (unsigned t = 0; t < tensors; ++t) {
-      histories.push_back(std::make_unique<Device>(length * slots * 4));
-      scales.push_back(std::make_unique<Device>(slots * 4));
-      hp.push_back(static_cast<float*>(histories.back()->p));
-      sp.push_back(static_cast<float*>(scales.back()->p));
+      histories.push_back(std::make_unique<DeviceBuffer<float>>(length * slots));
+      scales.push_back(std::make_unique<DeviceBuffer<float>>(slots));
+      hp.push_back(histories.back()->get());
+      sp.push_back(scales.back()->get());
       begin.push_back(begin.back() + slots);
     }
-    Device d_hp(tensors * sizeof(float*)), d_sp(tensors * sizeof(float*)), d_reduced(begin.back() * 4),
-        d_begin(begin.size() * 4);
-    cudaMemcpy(d_hp.p, hp.data(), tensors * sizeof(float*), cudaMemcpyHostToDevice);
-    cudaMemcpy(d_sp.p, sp.data(), tensors * sizeof(float*), cudaMemcpyHostToDevice);
-    cudaMemcpy(d_begin.p, begin.data(), begin.size() * 4, cudaMemcpyHostToDevice);
+    DeviceBuffer<float*> d_hp(hp), d_sp(sp);
+    DeviceBuffer<float> d_reduced(begin.back());
+    DeviceBuffer<unsigned> d_begin(begin);
     const fp8sm::kernels::ScaleUpdateRecipe recipe{Format::E4M3, 0, fp8sm::kernels::AmaxComputeAlgo::Max,
                                                    fp8sm::kernels::UpdatePath::Fused};
     const double ms = time_ms(repeats, [&] {
-      kernels.scale_update(static_cast<float**>(d_hp.p), static_cast<float**>(d_sp.p), static_cast<float*>(d_reduced.p),
-                           static_cast<unsigned*>(d_begin.p), tensors, begin.back(), length, recipe);
+      kernels.scale_update(d_hp.get(), d_sp.get(), d_reduced.get(), d_begin.get(), tensors, begin.back(), length, recipe);
     });
     std::printf("%-10u %12.1f\n", tensors, ms * 1000.0);
   }
@@ -120,13 +114,10 @@ int main(int argc, char** argv) {
   std::printf("\n%-8s %12s\n", "m=n=k", "TFLOP/s");
   fp8sm::kernels::cuda::CublasLtGemm gemm;
   for (std::size_t side : {4096u, 8192u}) {
-    Device a(side * side), b(side * side), c(side * side * 4), scale(4);
-    const float one = 1.0f;
-    cudaMemcpy(scale.p, &one, 4, cudaMemcpyHostToDevice);
+    DeviceBuffer<std::uint8_t> a(side * side), b(side * side);
+    DeviceBuffer<float> c(side * side), scale(std::vector<float>{1.0f});
     const double ms = time_ms(repeats, [&] {
-      gemm.gemm_tn(static_cast<std::uint8_t*>(a.p), Format::E4M3, static_cast<float*>(scale.p),
-                   static_cast<std::uint8_t*>(b.p), Format::E4M3, static_cast<float*>(scale.p), side, side, side,
-                   static_cast<float*>(c.p));
+      gemm.gemm_tn(a.get(), Format::E4M3, scale.get(), b.get(), Format::E4M3, scale.get(), side, side, side, c.get());
     });
     const auto edge = static_cast<double>(side);
     std::printf("%-8zu %12.0f\n", side, 2.0 * edge * edge * edge / (ms * 1e9));

@@ -8,41 +8,20 @@
 // results equal the CPU backend's bit for bit.
 #include "runtime/cuda_backend.hpp"
 
-#include <cuda_runtime_api.h>
-
 #include <memory>
 #include <stdexcept>
 
 #include "kernels/cuda/cublaslt_gemm.hpp"
-#include "kernels/cuda/cuda_device.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/cast.hpp"
 #include "kernels/scale_update.hpp"
 
 namespace fp8sm::runtime {
 
 namespace {
 
-using kernels::cuda::check_cuda;
-
-// A device allocation for one operation.
-class Device {
- public:
-  explicit Device(std::size_t bytes) { check_cuda(cudaMalloc(&data_, bytes == 0 ? 1 : bytes), "cudaMalloc"); }
-  ~Device() { cudaFree(data_); }
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
-  template <class T>
-  T* as() const { return static_cast<T*>(data_); }
-  void upload(const void* host, std::size_t bytes) {
-    check_cuda(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
-  }
-  void download(void* host, std::size_t bytes) const {
-    check_cuda(cudaMemcpy(host, data_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
-  }
-
- private:
-  void* data_ = nullptr;
-};
+using kernels::cuda::DeviceBuffer;
 
 class CudaBackend final : public Backend {
  public:
@@ -60,15 +39,13 @@ class CudaBackend final : public Backend {
     out.codes.resize(x.values.size());
     out.transposed.resize(x.values.size());
     const std::size_t n = x.values.size();
-    Device d_x(n * sizeof(float)), d_out(n), d_out_t(n), d_amax(sizeof(float));
-    d_x.upload(x.values.data(), n * sizeof(float));
-    d_amax.upload(&amax, sizeof amax);
-    kernels_.cast_transpose(d_x.as<float>(), false, x.rows, x.cols, scale, format, d_out.as<std::uint8_t>(),
-                            d_out_t.as<std::uint8_t>(), d_amax.as<float>());
+    DeviceBuffer<float> d_x(x.values), d_amax(std::vector<float>{amax});
+    DeviceBuffer<std::uint8_t> d_out(n), d_out_t(n);
+    kernels_.cast_transpose(d_x.get(), false, x.rows, x.cols, scale, format, d_out.get(), d_out_t.get(), d_amax.get());
     d_out.download(out.codes.data(), n);
     d_out_t.download(out.transposed.data(), n);
-    d_amax.download(&amax, sizeof amax);
-    out.scale_inv = 1.0f / scale;  // kernels::scale_inverse
+    d_amax.download(&amax, 1);
+    out.scale_inv = kernels::scale_inverse(scale);
     return out;
   }
 
@@ -76,20 +53,18 @@ class CudaBackend final : public Backend {
                  const std::uint8_t* b, std::size_t b_rows, kernels::Format b_format, float b_scale_inv,
                  std::size_t k) override {
     Matrix c(a_rows, b_rows);
-    Device d_a(a_rows * k), d_b(b_rows * k), d_c(c.values.size() * sizeof(float));
+    DeviceBuffer<std::uint8_t> d_a(a_rows * k), d_b(b_rows * k);
+    DeviceBuffer<float> d_c(c.values.size());
     d_a.upload(a, a_rows * k);
     d_b.upload(b, b_rows * k);
     if (lt_ && kernels::cuda::CublasLtGemm::supports(a_rows, b_rows, k, a_format, b_format)) {
-      Device d_sa(sizeof(float)), d_sb(sizeof(float));
-      d_sa.upload(&a_scale_inv, sizeof(float));
-      d_sb.upload(&b_scale_inv, sizeof(float));
-      lt_->gemm_tn(d_a.as<std::uint8_t>(), a_format, d_sa.as<float>(), d_b.as<std::uint8_t>(), b_format,
-                   d_sb.as<float>(), a_rows, b_rows, k, d_c.as<float>());
+      DeviceBuffer<float> d_sa(std::vector<float>{a_scale_inv}), d_sb(std::vector<float>{b_scale_inv});
+      lt_->gemm_tn(d_a.get(), a_format, d_sa.get(), d_b.get(), b_format, d_sb.get(), a_rows, b_rows, k, d_c.get());
     } else {
-      kernels_.gemm_tn_reference(d_a.as<std::uint8_t>(), a_format, a_scale_inv, d_b.as<std::uint8_t>(), b_format,
-                                 b_scale_inv, a_rows, b_rows, k, d_c.as<float>());
+      kernels_.gemm_tn_reference(d_a.get(), a_format, a_scale_inv, d_b.get(), b_format, b_scale_inv, a_rows, b_rows, k,
+                                 d_c.get());
     }
-    d_c.download(c.values.data(), c.values.size() * sizeof(float));
+    d_c.download(c.values.data(), c.values.size());
     return c;
   }
 
@@ -104,30 +79,25 @@ class CudaBackend final : public Backend {
         throw std::invalid_argument("CUDA update: the metas of one key must share one amax history length");
       }
     }
-    std::vector<std::unique_ptr<Device>> histories, scales;
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
     std::vector<float*> history_pointers, scale_pointers;
     std::vector<unsigned> slot_begin = {0};
     for (kernels::ScalingMeta* m : metas) {
-      histories.push_back(std::make_unique<Device>(m->amax_history.size() * sizeof(float)));
-      histories.back()->upload(m->amax_history.data(), m->amax_history.size() * sizeof(float));
-      scales.push_back(std::make_unique<Device>(m->scale.size() * sizeof(float)));
-      scales.back()->upload(m->scale.data(), m->scale.size() * sizeof(float));
-      history_pointers.push_back(histories.back()->as<float>());
-      scale_pointers.push_back(scales.back()->as<float>());
+      histories.push_back(std::make_unique<DeviceBuffer<float>>(m->amax_history));
+      scales.push_back(std::make_unique<DeviceBuffer<float>>(m->scale));
+      history_pointers.push_back(histories.back()->get());
+      scale_pointers.push_back(scales.back()->get());
       slot_begin.push_back(slot_begin.back() + static_cast<unsigned>(m->slots()));
     }
-    Device d_histories(history_pointers.size() * sizeof(float*)), d_scales(scale_pointers.size() * sizeof(float*));
-    Device d_reduced(amaxes.size() * sizeof(float)), d_begin(slot_begin.size() * sizeof(unsigned));
-    d_histories.upload(history_pointers.data(), history_pointers.size() * sizeof(float*));
-    d_scales.upload(scale_pointers.data(), scale_pointers.size() * sizeof(float*));
-    d_reduced.upload(amaxes.data(), amaxes.size() * sizeof(float));
-    d_begin.upload(slot_begin.data(), slot_begin.size() * sizeof(unsigned));
-    kernels_.scale_update(d_histories.as<float*>(), d_scales.as<float*>(), d_reduced.as<float>(),
-                          d_begin.as<unsigned>(), static_cast<unsigned>(metas.size()), slot_begin.back(),
+    DeviceBuffer<float*> d_histories(history_pointers), d_scales(scale_pointers);
+    DeviceBuffer<float> d_reduced(amaxes);
+    DeviceBuffer<unsigned> d_begin(slot_begin);
+    kernels_.scale_update(d_histories.get(), d_scales.get(), d_reduced.get(), d_begin.get(),
+                          static_cast<unsigned>(metas.size()), slot_begin.back(),
                           static_cast<unsigned>(metas.front()->history_length), recipe);
     for (std::size_t t = 0; t < metas.size(); ++t) {
-      histories[t]->download(metas[t]->amax_history.data(), metas[t]->amax_history.size() * sizeof(float));
-      scales[t]->download(metas[t]->scale.data(), metas[t]->scale.size() * sizeof(float));
+      histories[t]->download(metas[t]->amax_history.data(), metas[t]->amax_history.size());
+      scales[t]->download(metas[t]->scale.data(), metas[t]->scale.size());
     }
   }
 

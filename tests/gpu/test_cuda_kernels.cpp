@@ -12,10 +12,10 @@
 #include <random>
 #include <vector>
 
-#include "device_buffer.hpp"
 #include "kernels/cast.hpp"
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cuda_device.hpp"
+#include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/dequantize.hpp"
 #include "kernels/gemm.hpp"
@@ -23,8 +23,6 @@
 
 namespace fp8sm::kernels::cuda {
 namespace {
-
-using test_support::DeviceBuffer;
 
 class CudaKernelsTest : public ::testing::Test {
  protected:
