@@ -372,8 +372,7 @@ void Context::recompute_frame(int index) {
   if (frames_[at].recomputed) return;
   frames_[at].recomputed = true;
   const Frame frame = frames_[at];  // a copy: the recompute may add frames
-  Graph twins;
-  twins.live = false;
+  Graph twins;  // never backpropagated: it only gives the frame's nodes their tensors back
   twins.generation = next_generation_++;
   try {
     recompute(frame.capture, frame.fp8, frame.function, frame.input, twins);

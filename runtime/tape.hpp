@@ -36,7 +36,6 @@ struct TapeNode {
 struct Graph {
   std::vector<TapeNode> nodes;
   std::uint64_t generation = 0;  // tells graphs apart after backward replaced the current one
-  bool live = true;   // false: a non-reentrant recompute's graph, never backpropagated
   bool freed = false; // backpropagated without retain_graph
 };
 
