@@ -18,7 +18,7 @@
 
 #include "kernels/cuda/cublaslt_gemm.hpp"
 #include "kernels/cuda/cuda_device.hpp"
-#include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/gpu_device.hpp"
 #include "kernels/cuda/device_buffer.hpp"
 
 namespace {
@@ -65,19 +65,19 @@ int main(int argc, char** argv) {
   }
   std::printf("%s (sm_%d)\n", device.name.c_str(), device.arch);
   fp8sm::kernels::cuda::NvrtcCompiler compiler;
-  fp8sm::kernels::cuda::CudaKernels kernels(compiler);
+  fp8sm::kernels::cuda::GpuDevice gpu(compiler);
 
   std::printf("%-8s %14s %14s %8s %18s %8s\n", "size", "copy GB/s", "cast GB/s", "of copy", "cast-transp GB/s", "of copy");
   for (std::size_t side : {4096u, 8192u, 16384u}) {
     const std::size_t n = side * side;
-    DeviceBuffer<float> in(n), copy(n), amax(1);
-    DeviceBuffer<std::uint8_t> out(n), out_t(n);
+    DeviceBuffer<float> in(gpu, n), copy(gpu, n), amax(gpu, 1);
+    DeviceBuffer<std::uint8_t> out(gpu, n), out_t(gpu, n);
     const double copy_ms = time_ms(repeats, [&] { cudaMemcpy(copy.get(), in.get(), n * 4, cudaMemcpyDeviceToDevice); });
     const double cast_ms = time_ms(repeats, [&] {
-      kernels.cast(in.get(), false, n, 1.0f, Format::E4M3, out.get(), amax.get());
+      gpu.cast(in.get(), false, n, 1.0f, Format::E4M3, out.get(), amax.get());
     });
     const double ct_ms = time_ms(repeats, [&] {
-      kernels.cast_transpose(in.get(), false, side, side, 1.0f, Format::E4M3, out.get(), out_t.get(), amax.get());
+      gpu.cast_transpose(in.get(), false, side, side, 1.0f, Format::E4M3, out.get(), out_t.get(), amax.get());
     });
     const auto elements = static_cast<double>(n);
     const double copy_gbs = 2.0 * elements * 4 / (copy_ms * 1e6);  // read + write
@@ -94,19 +94,19 @@ int main(int argc, char** argv) {
     std::vector<float*> hp, sp;
     std::vector<unsigned> begin = {0};
     for (unsigned t = 0; t < tensors; ++t) {
-      histories.push_back(std::make_unique<DeviceBuffer<float>>(length * slots));
-      scales.push_back(std::make_unique<DeviceBuffer<float>>(slots));
+      histories.push_back(std::make_unique<DeviceBuffer<float>>(gpu, length * slots));
+      scales.push_back(std::make_unique<DeviceBuffer<float>>(gpu, slots));
       hp.push_back(histories.back()->get());
       sp.push_back(scales.back()->get());
       begin.push_back(begin.back() + slots);
     }
-    DeviceBuffer<float*> d_hp(hp), d_sp(sp);
-    DeviceBuffer<float> d_reduced(begin.back());
-    DeviceBuffer<unsigned> d_begin(begin);
+    DeviceBuffer<float*> d_hp(gpu, hp), d_sp(gpu, sp);
+    DeviceBuffer<float> d_reduced(gpu, begin.back());
+    DeviceBuffer<unsigned> d_begin(gpu, begin);
     const fp8sm::kernels::ScaleUpdateRecipe recipe{Format::E4M3, 0, fp8sm::kernels::AmaxComputeAlgo::Max,
                                                    fp8sm::kernels::UpdatePath::Fused};
     const double ms = time_ms(repeats, [&] {
-      kernels.scale_update(d_hp.get(), d_sp.get(), d_reduced.get(), d_begin.get(), tensors, begin.back(), length, recipe);
+      gpu.scale_update(d_hp.get(), d_sp.get(), d_reduced.get(), d_begin.get(), tensors, begin.back(), length, recipe);
     });
     std::printf("%-10u %12.1f\n", tensors, ms * 1000.0);
   }
@@ -114,8 +114,8 @@ int main(int argc, char** argv) {
   std::printf("\n%-8s %12s\n", "m=n=k", "TFLOP/s");
   fp8sm::kernels::cuda::CublasLtGemm gemm;
   for (std::size_t side : {4096u, 8192u}) {
-    DeviceBuffer<std::uint8_t> a(side * side), b(side * side);
-    DeviceBuffer<float> c(side * side), scale(std::vector<float>{1.0f});
+    DeviceBuffer<std::uint8_t> a(gpu, side * side), b(gpu, side * side);
+    DeviceBuffer<float> c(gpu, side * side), scale(gpu, std::vector<float>{1.0f});
     const double ms = time_ms(repeats, [&] {
       gemm.gemm_tn(a.get(), Format::E4M3, scale.get(), b.get(), Format::E4M3, scale.get(), side, side, side, c.get());
     });

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "runtime/device_backend.hpp"
+
 #ifdef FP8SM_HAVE_CUDA
 #include "runtime/cuda_backend.hpp"
 #endif
@@ -10,6 +12,7 @@ namespace fp8sm::runtime {
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "cpu") return make_cpu_backend();
+  if (name == "cuda-emulated") return make_emulated_cuda_backend();
   if (name == "cuda" || name == "cuda-exact") {
 #ifdef FP8SM_HAVE_CUDA
     return make_cuda_backend(name == "cuda" ? CudaGemm::Fast : CudaGemm::Exact);
@@ -18,7 +21,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
                              "when it was configured)");
 #endif
   }
-  throw std::invalid_argument("unknown backend '" + name + "' (expected cpu, cuda or cuda-exact)");
+  throw std::invalid_argument("unknown backend '" + name + "' (expected cpu, cuda, cuda-exact or cuda-emulated)");
 }
 
 }  // namespace fp8sm::runtime

@@ -1,5 +1,6 @@
 // A backend by name, for programs that choose at run time: "cpu", "cuda" (cuBLASLt GEMMs where
-// they apply) or "cuda-exact" (every GEMM bit for bit the CPU's).
+// they apply), "cuda-exact" (every GEMM bit for bit the CPU's) or "cuda-emulated" (the CUDA
+// kernels run on the CPU by their host emulation: any machine, slow, bit for bit the CPU's).
 #pragma once
 
 #include <memory>

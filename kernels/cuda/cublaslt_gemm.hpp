@@ -6,7 +6,7 @@
 // In cuBLASLt's column-major terms the row-major c is cᵀ (n x m) = B · Aᵀ, i.e. op(B) = T on
 // the k x n column-major view of B and op(A) = N on the k x m view of A: the TN case FP8 needs.
 // cuBLASLt sums in its own order: results agree with the reference within the tolerance of
-// kernels/README.md, not bit for bit (CudaKernels::gemm_tn_reference is the bit-exact one).
+// kernels/README.md, not bit for bit (Device::gemm_tn_reference is the bit-exact one).
 #pragma once
 
 #include <cstddef>

@@ -1,38 +1,28 @@
-// Device memory of `count` values of T, zeroed when allocated, filled from and read back into
-// host memory, freed on destruction: what the CUDA backend, the GPU tests and the benchmark
-// hand to the kernels.
+// Memory of `count` values of T on a Device (a GPU or the host emulation), zeroed when
+// allocated, filled from and read back into host memory, released on destruction: what the
+// device backend, the kernel tests and the benchmark hand to the kernels.
 #pragma once
 
-#include <cuda_runtime_api.h>
-
-#include <algorithm>
 #include <cstddef>
 #include <vector>
 
-#include "kernels/cuda/cuda_device.hpp"
+#include "kernels/cuda/device.hpp"
 
 namespace fp8sm::kernels::cuda {
 
 template <class T>
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(std::size_t count) : count_(count) {
-    const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(T);
-    check_cuda(cudaMalloc(&data_, bytes), "cudaMalloc");
-    check_cuda(cudaMemset(data_, 0, bytes), "cudaMemset");
-  }
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
-  ~DeviceBuffer() { cudaFree(data_); }
+  DeviceBuffer(Device& device, std::size_t count)
+      : device_(device), data_(device.allocate(count * sizeof(T))), count_(count) {}
+  DeviceBuffer(Device& device, const std::vector<T>& host) : DeviceBuffer(device, host.size()) { upload(host); }
+  ~DeviceBuffer() { device_.release(data_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  void upload(const T* host, std::size_t count) {
-    check_cuda(cudaMemcpy(data_, host, count * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
-  }
+  void upload(const T* host, std::size_t count) { device_.upload(data_, host, count * sizeof(T)); }
   void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
-  void download(T* host, std::size_t count) const {
-    check_cuda(cudaMemcpy(host, data_, count * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
-  }
+  void download(T* host, std::size_t count) const { device_.download(host, data_, count * sizeof(T)); }
   std::vector<T> download() const {
     std::vector<T> host(count_);
     download(host.data(), count_);
@@ -42,7 +32,8 @@ class DeviceBuffer {
   std::size_t size() const { return count_; }
 
  private:
-  void* data_ = nullptr;
+  Device& device_;
+  void* data_;
   std::size_t count_;
 };
 

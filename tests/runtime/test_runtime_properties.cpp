@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "random_training.hpp"
 #include "runtime/fp8sm_runtime.hpp"
 #include "scenario_on_runtime.hpp"
 #include "spec/scenario_parser.hpp"
@@ -109,103 +110,13 @@ RC_GTEST_PROP(RuntimeProperties, RandomProgramsRunAsOnTheModel, ()) {
 
 // ---- (b) transparency ------------------------------------------------------------------------
 
-enum class Wrap { None, Reentrant, NonReentrant };
-void showValue(Wrap w, std::ostream& os) {
-  os << (w == Wrap::None ? "none" : w == Wrap::Reentrant ? "reentrant" : "non-reentrant");
-}
-
-struct Arrangement {
-  std::vector<Wrap> per_layer;  // a checkpoint around each layer, or not
-  Wrap outer = Wrap::None;      // one around the whole network
-};
-
-struct Trained {
-  std::vector<Matrix> outputs;
-  std::vector<Matrix> input_grads;
-  std::vector<Matrix> weights, weight_grads;
-  std::vector<runtime::ModuleMeta> metas;
-};
-
-runtime::CheckpointMode mode_of(Wrap w) {
-  return w == Wrap::Reentrant ? runtime::CheckpointMode::Reentrant : runtime::CheckpointMode::NonReentrant;
-}
-
-Trained train(const std::vector<std::size_t>& widths, const Arrangement& arrangement, const runtime::Recipe& recipe,
-              int steps, std::uint64_t seed) {
-  runtime::Context ctx(recipe);
-  std::vector<std::unique_ptr<runtime::Linear>> layers;
-  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
-    layers.push_back(std::make_unique<runtime::Linear>(ctx, "L" + std::to_string(i), widths[i], widths[i + 1], seed + i));
-  }
-  auto layer = [&](std::size_t i) {
-    return [&, i](const Matrix& x) { return runtime::relu(ctx, layers[i]->forward(x)); };
-  };
-  auto network = [&](const Matrix& x) {
-    Matrix h = x;
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      const Wrap w = arrangement.per_layer[i];
-      h = w == Wrap::None ? layer(i)(h) : runtime::checkpoint(ctx, mode_of(w), layer(i), h);
-    }
-    return h;
-  };
-  Trained out;
-  std::mt19937_64 random(seed);
-  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
-  for (int step = 0; step < steps; ++step) {
-    Matrix x(3, widths.front());
-    for (float& v : x.values) v = uniform(random);
-    Matrix y;
-    {
-      runtime::Autocast fp8(ctx);
-      y = arrangement.outer == Wrap::None ? network(x) : runtime::checkpoint(ctx, mode_of(arrangement.outer), network, x);
-    }
-    Matrix grad(y.rows, y.cols);
-    for (float& v : grad.values) v = uniform(random);
-    out.outputs.push_back(y);
-    out.input_grads.push_back(ctx.backward(grad));
-    ctx.end_step();
-  }
-  for (const auto& l : layers) {
-    out.weights.push_back(l->weight());
-    out.weight_grads.push_back(l->weight_grad());
-    out.metas.push_back(l->meta());
-  }
-  return out;
-}
-
 RC_GTEST_PROP(RuntimeProperties, CheckpointingIsTransparent, ()) {
-  const auto layers = *rc::gen::inRange<std::size_t>(1, 5);
-  const auto widths = *rc::gen::container<std::vector<std::size_t>>(layers + 1, rc::gen::inRange<std::size_t>(1, 7));
-  Arrangement arrangement;
-  arrangement.outer = *rc::gen::element(Wrap::None, Wrap::Reentrant, Wrap::NonReentrant);
-  for (std::size_t i = 0; i < layers; ++i) {
-    Wrap w = *rc::gen::element(Wrap::None, Wrap::Reentrant, Wrap::NonReentrant);
-    if (w == Wrap::NonReentrant && arrangement.outer == Wrap::NonReentrant) w = Wrap::Reentrant;  // see the runtime
-    arrangement.per_layer.push_back(w);
-  }
-  runtime::Recipe recipe;
-  recipe.amax_history_len = *rc::gen::inRange<std::size_t>(1, 6);
-  recipe.margin = *rc::gen::inRange(0, 3);
-  recipe.amax_compute_algo = *rc::gen::element(kernels::AmaxComputeAlgo::Max, kernels::AmaxComputeAlgo::MostRecent);
-  recipe.update_path = *rc::gen::element(kernels::UpdatePath::Fused, kernels::UpdatePath::Unfused);
-  recipe.fp8_format = *rc::gen::element(runtime::Fp8Format::Hybrid, runtime::Fp8Format::E4M3);
-  const int steps = *rc::gen::inRange(1, 5);
-  const auto seed = *rc::gen::inRange<std::uint64_t>(0, 1000);
-
-  const Trained checkpointed = train(widths, arrangement, recipe, steps, seed);
-  const Trained plain = train(widths, Arrangement{std::vector<Wrap>(layers, Wrap::None), Wrap::None}, recipe, steps, seed);
-  for (int s = 0; s < steps; ++s) {
-    RC_ASSERT(checkpointed.outputs[static_cast<std::size_t>(s)] == plain.outputs[static_cast<std::size_t>(s)]);
-    RC_ASSERT(checkpointed.input_grads[static_cast<std::size_t>(s)] == plain.input_grads[static_cast<std::size_t>(s)]);
-  }
-  for (std::size_t l = 0; l < layers; ++l) {
-    RC_ASSERT(checkpointed.weights[l] == plain.weights[l]);
-    RC_ASSERT(checkpointed.weight_grads[l] == plain.weight_grads[l]);
-    RC_ASSERT(checkpointed.metas[l].forward.amax_history == plain.metas[l].forward.amax_history);
-    RC_ASSERT(checkpointed.metas[l].forward.scale == plain.metas[l].forward.scale);
-    RC_ASSERT(checkpointed.metas[l].backward.amax_history == plain.metas[l].backward.amax_history);
-    RC_ASSERT(checkpointed.metas[l].backward.scale == plain.metas[l].backward.scale);
-  }
+  using namespace test_support;
+  const TrainingCase c = random_training_case();
+  const Trained checkpointed = train(c.widths, c.arrangement, c.recipe, c.steps, c.seed);
+  const Trained plain = train(c.widths, Arrangement{std::vector<Wrap>(c.layers(), Wrap::None), Wrap::None}, c.recipe,
+                              c.steps, c.seed);
+  RC_ASSERT(same_training(checkpointed, plain));
 }
 
 }  // namespace

@@ -1,0 +1,108 @@
+#include "kernels/cuda/device.hpp"
+
+#include <stdexcept>
+
+namespace fp8sm::kernels::cuda {
+
+namespace {
+
+const char* suffix(Format format) { return format == Format::E4M3 ? "e4m3" : "e5m2"; }
+
+// Element-wise kernels: 256 threads a block, grid-stride past 2^20 blocks.
+LaunchShape elementwise(std::size_t count) {
+  constexpr unsigned kThreads = 256;
+  constexpr std::size_t kMaxBlocks = 65535u * 16u;
+  const std::size_t blocks = (count + kThreads - 1) / kThreads;
+  LaunchShape shape;
+  shape.grid[0] = static_cast<unsigned>(blocks == 0 ? 1 : (blocks < kMaxBlocks ? blocks : kMaxBlocks));
+  shape.block[0] = kThreads;
+  return shape;
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::vector<std::string>>>& Device::entry_points() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> entries = {
+      {"cast.cu", {"fp8sm_cast_f32_e4m3", "fp8sm_cast_f32_e5m2", "fp8sm_cast_bf16_e4m3", "fp8sm_cast_bf16_e5m2"}},
+      {"cast_transpose.cu",
+       {"fp8sm_cast_transpose_f32_e4m3", "fp8sm_cast_transpose_f32_e5m2", "fp8sm_cast_transpose_bf16_e4m3",
+        "fp8sm_cast_transpose_bf16_e5m2"}},
+      {"dequantize.cu", {"fp8sm_dequantize_e4m3", "fp8sm_dequantize_e5m2"}},
+      {"gemm.cu",
+       {"fp8sm_gemm_tn_e4m3_e4m3", "fp8sm_gemm_tn_e4m3_e5m2", "fp8sm_gemm_tn_e5m2_e4m3", "fp8sm_gemm_tn_e5m2_e5m2"}},
+      {"scale_update.cu", {"fp8sm_scale_update"}},
+  };
+  return entries;
+}
+
+void Device::cast(const void* in, bool bf16, std::size_t count, float scale, Format format, std::uint8_t* out,
+                  float* amax, void* stream) const {
+  if (count == 0) return;
+  unsigned long long n = count;
+  void* args[] = {&in, &n, &scale, &out, &amax};
+  launch(std::string("fp8sm_cast_") + (bf16 ? "bf16_" : "f32_") + suffix(format), elementwise(count), args, stream);
+}
+
+void Device::cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols, float scale,
+                            Format format, std::uint8_t* out, std::uint8_t* out_t, float* amax, void* stream) const {
+  if (rows == 0 || cols == 0) return;
+  // One block per 32 x 32 tile (cast_transpose.cu), 32 x 8 threads; grid.y is at most 65535.
+  if (rows > 65535u * 32u || cols > 0xFFFFFFFFu) {
+    throw std::invalid_argument("cast_transpose: more than 65535 x 32 rows or 2^32 columns");
+  }
+  auto r = static_cast<unsigned>(rows);
+  auto c = static_cast<unsigned>(cols);
+  void* args[] = {&in, &r, &c, &scale, &out, &out_t, &amax};
+  LaunchShape shape;
+  shape.grid[0] = (c + 31) / 32;
+  shape.grid[1] = (r + 31) / 32;
+  shape.block[0] = 32;
+  shape.block[1] = 8;
+  launch(std::string("fp8sm_cast_transpose_") + (bf16 ? "bf16_" : "f32_") + suffix(format), shape, args, stream);
+}
+
+void Device::dequantize(const std::uint8_t* in, std::size_t count, Format format, float scale_inv, float* out,
+                        void* stream) const {
+  if (count == 0) return;
+  unsigned long long n = count;
+  void* args[] = {&in, &n, &scale_inv, &out};
+  launch(std::string("fp8sm_dequantize_") + suffix(format), elementwise(count), args, stream);
+}
+
+void Device::gemm_tn_reference(const std::uint8_t* a, Format a_format, float a_scale_inv, const std::uint8_t* b,
+                               Format b_format, float b_scale_inv, std::size_t m, std::size_t n, std::size_t k,
+                               float* c, void* stream) const {
+  if (m == 0 || n == 0) return;
+  // One thread per output in 16 x 16 blocks (gemm.cu); grid.y is at most 65535.
+  if (m > 65535u * 16u || n > 0xFFFFFFFFu || k > 0xFFFFFFFFu) {
+    throw std::invalid_argument("gemm_tn_reference: more than 65535 x 16 rows or 2^32 columns");
+  }
+  auto mm = static_cast<unsigned>(m);
+  auto nn = static_cast<unsigned>(n);
+  auto kk = static_cast<unsigned>(k);
+  void* args[] = {&a, &b, &mm, &nn, &kk, &a_scale_inv, &b_scale_inv, &c};
+  LaunchShape shape;
+  shape.grid[0] = (nn + 15) / 16;
+  shape.grid[1] = (mm + 15) / 16;
+  shape.block[0] = 16;
+  shape.block[1] = 16;
+  launch(std::string("fp8sm_gemm_tn_") + suffix(a_format) + "_" + suffix(b_format), shape, args, stream);
+}
+
+void Device::scale_update(float* const* histories, float* const* scales, const float* reduced,
+                          const unsigned* slot_begin, unsigned tensors, unsigned total_slots, unsigned history_length,
+                          const ScaleUpdateRecipe& recipe, void* stream) const {
+  if (total_slots == 0) return;
+  // The same float32 constants as the CPU update.
+  UpdateConstants constants = update_constants(recipe);
+  int most_recent = recipe.algo == AmaxComputeAlgo::MostRecent ? 1 : 0;
+  int unfused = recipe.path == UpdatePath::Unfused ? 1 : 0;
+  void* args[] = {&histories, &scales, &reduced, &slot_begin, &tensors, &history_length,
+                  &constants.fp8_max, &constants.scaled_max, &constants.margin_divisor, &most_recent, &unfused};
+  LaunchShape shape;
+  shape.grid[0] = (total_slots + 255) / 256;
+  shape.block[0] = 256;
+  launch("fp8sm_scale_update", shape, args, stream);
+}
+
+}  // namespace fp8sm::kernels::cuda

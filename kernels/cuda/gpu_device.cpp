@@ -1,0 +1,74 @@
+#include "kernels/cuda/gpu_device.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+
+#include "kernels/cuda/cuda_device.hpp"
+
+namespace fp8sm::kernels::cuda {
+
+GpuDevice::GpuDevice(NvrtcCompiler& compiler, bool fast_gemm) {
+  const DeviceStatus& device = device_status();
+  if (!device.usable) throw std::runtime_error("GpuDevice: " + device.why);
+  arch_ = device.arch;
+  name_ = device.name + " (sm_" + std::to_string(arch_) + ")";
+  for (const auto& [program, names] : entry_points()) {
+    const CompiledProgram compiled = compiler.compile(program, arch_);
+    cudaLibrary_t library = nullptr;
+    check_cuda(cudaLibraryLoadData(&library, compiled.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+               ("cudaLibraryLoadData(" + program + ")").c_str());
+    libraries_.push_back(library);
+    for (const std::string& name : names) {
+      cudaKernel_t kernel = nullptr;
+      check_cuda(cudaLibraryGetKernel(&kernel, library, name.c_str()), ("cudaLibraryGetKernel(" + name + ")").c_str());
+      kernels_[name] = reinterpret_cast<const void*>(kernel);
+    }
+  }
+  if (fast_gemm) lt_ = std::make_unique<CublasLtGemm>();
+}
+
+GpuDevice::~GpuDevice() {
+  lt_.reset();
+  for (void* library : libraries_) cudaLibraryUnload(static_cast<cudaLibrary_t>(library));
+}
+
+std::string GpuDevice::name() const { return name_; }
+
+void* GpuDevice::allocate(std::size_t bytes) {
+  void* memory = nullptr;
+  const std::size_t size = bytes == 0 ? 1 : bytes;
+  check_cuda(cudaMalloc(&memory, size), "cudaMalloc");
+  const cudaError_t zeroed = cudaMemset(memory, 0, size);
+  if (zeroed != cudaSuccess) cudaFree(memory);
+  check_cuda(zeroed, "cudaMemset");
+  return memory;
+}
+
+void GpuDevice::release(void* memory) noexcept { cudaFree(memory); }
+
+void GpuDevice::upload(void* device, const void* host, std::size_t bytes) {
+  check_cuda(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+}
+
+void GpuDevice::download(void* host, const void* device, std::size_t bytes) {
+  check_cuda(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
+}
+
+bool GpuDevice::gemm_tn_fast(const std::uint8_t* a, Format a_format, const float* a_scale_inv, const std::uint8_t* b,
+                             Format b_format, const float* b_scale_inv, std::size_t m, std::size_t n, std::size_t k,
+                             float* c) {
+  if (!lt_ || !CublasLtGemm::supports(m, n, k, a_format, b_format)) return false;
+  lt_->gemm_tn(a, a_format, a_scale_inv, b, b_format, b_scale_inv, m, n, k, c);
+  return true;
+}
+
+void GpuDevice::launch(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const {
+  const auto it = kernels_.find(entry);
+  if (it == kernels_.end()) throw std::logic_error("GpuDevice: no kernel " + entry);
+  const dim3 grid(shape.grid[0], shape.grid[1], shape.grid[2]);
+  const dim3 block(shape.block[0], shape.block[1], shape.block[2]);
+  check_cuda(cudaLaunchKernel(it->second, grid, block, args, 0, static_cast<cudaStream_t>(stream)), entry.c_str());
+}
+
+}  // namespace fp8sm::kernels::cuda

@@ -1,0 +1,44 @@
+// The CUDA kernels on the CPU: a Device whose memory is host memory and whose launches run the
+// kernel sources under the host emulation (emulated_grid.hpp), synchronously. It runs the same
+// launches, with the same shapes and argument lists, as a GpuDevice, so the kernels and the
+// code that drives them are tested where there is no GPU. Slow (one fiber per CUDA thread):
+// for tests and for seeing what a kernel does, not for training.
+//
+// Every allocation has guard bytes on both sides; after each launch they are checked, and a
+// kernel that wrote outside its buffers ends the launch with an emulation::KernelFault.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "kernels/cuda/device.hpp"
+
+namespace fp8sm::kernels::cuda {
+
+class EmulatedDevice final : public Device {
+ public:
+  EmulatedDevice() = default;
+  ~EmulatedDevice() override;
+  EmulatedDevice(const EmulatedDevice&) = delete;
+  EmulatedDevice& operator=(const EmulatedDevice&) = delete;
+
+  std::string name() const override { return "CUDA host emulation"; }
+  void* allocate(std::size_t bytes) override;
+  void release(void* memory) noexcept override;
+  void upload(void* device, const void* host, std::size_t bytes) override;
+  void download(void* host, const void* device, std::size_t bytes) override;
+
+  std::size_t launches() const { return launches_; }
+
+ protected:
+  void launch(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const override;
+
+ private:
+  void check_guards(const std::string& after) const;
+
+  std::map<const void*, std::size_t> live_;  // user pointer -> bytes
+  mutable std::size_t launches_ = 0;
+};
+
+}  // namespace fp8sm::kernels::cuda

@@ -1,0 +1,64 @@
+// The kernel sources, unchanged, compiled by the host compiler with cuda_on_host.hpp standing in
+// for CUDA C++ (see there; this file is compiled with -ffp-contract=off).
+#include "kernels/cuda/host_emulation/emulated_programs.hpp"
+
+#include <cstring>
+#include <utility>
+
+#include "kernels/cuda/host_emulation/cuda_on_host.hpp"
+
+namespace fp8sm::kernels::cuda::emulation::sources {
+#include "kernels/cuda/cast.cu"
+#include "kernels/cuda/cast_transpose.cu"
+#include "kernels/cuda/dequantize.cu"
+#include "kernels/cuda/gemm.cu"
+#include "kernels/cuda/scale_update.cu"
+}  // namespace fp8sm::kernels::cuda::emulation::sources
+
+namespace fp8sm::kernels::cuda::emulation {
+
+namespace {
+
+// A kernel parameter from its bytes, as the GPU receives it.
+template <class T>
+T parameter(const void* bytes) {
+  T value;
+  std::memcpy(&value, bytes, sizeof value);
+  return value;
+}
+
+template <class... Parameters, std::size_t... I>
+void call(void (*kernel)(Parameters...), void** args, std::index_sequence<I...>) {
+  kernel(parameter<Parameters>(args[I])...);
+}
+
+template <class... Parameters>
+HostKernel host_kernel(void (*kernel)(Parameters...)) {
+  return [kernel](void** args) { call(kernel, args, std::index_sequence_for<Parameters...>{}); };
+}
+
+}  // namespace
+
+const std::map<std::string, HostKernel>& host_kernels() {
+  using namespace sources;
+  static const std::map<std::string, HostKernel> kernels = {
+      {"fp8sm_cast_f32_e4m3", host_kernel(fp8sm_cast_f32_e4m3)},
+      {"fp8sm_cast_f32_e5m2", host_kernel(fp8sm_cast_f32_e5m2)},
+      {"fp8sm_cast_bf16_e4m3", host_kernel(fp8sm_cast_bf16_e4m3)},
+      {"fp8sm_cast_bf16_e5m2", host_kernel(fp8sm_cast_bf16_e5m2)},
+      {"fp8sm_cast_transpose_f32_e4m3", host_kernel(fp8sm_cast_transpose_f32_e4m3)},
+      {"fp8sm_cast_transpose_f32_e5m2", host_kernel(fp8sm_cast_transpose_f32_e5m2)},
+      {"fp8sm_cast_transpose_bf16_e4m3", host_kernel(fp8sm_cast_transpose_bf16_e4m3)},
+      {"fp8sm_cast_transpose_bf16_e5m2", host_kernel(fp8sm_cast_transpose_bf16_e5m2)},
+      {"fp8sm_dequantize_e4m3", host_kernel(fp8sm_dequantize_e4m3)},
+      {"fp8sm_dequantize_e5m2", host_kernel(fp8sm_dequantize_e5m2)},
+      {"fp8sm_gemm_tn_e4m3_e4m3", host_kernel(fp8sm_gemm_tn_e4m3_e4m3)},
+      {"fp8sm_gemm_tn_e4m3_e5m2", host_kernel(fp8sm_gemm_tn_e4m3_e5m2)},
+      {"fp8sm_gemm_tn_e5m2_e4m3", host_kernel(fp8sm_gemm_tn_e5m2_e4m3)},
+      {"fp8sm_gemm_tn_e5m2_e5m2", host_kernel(fp8sm_gemm_tn_e5m2_e5m2)},
+      {"fp8sm_scale_update", host_kernel(fp8sm_scale_update)},
+  };
+  return kernels;
+}
+
+}  // namespace fp8sm::kernels::cuda::emulation

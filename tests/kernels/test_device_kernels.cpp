@@ -1,0 +1,284 @@
+// Every CUDA kernel against its CPU reference, bit for bit (a fast GEMM within the reference's
+// documented tolerance), over many shapes (not multiples of the tile too), both formats,
+// float32 and bf16 inputs, and NaN / infinity / zero / tiny values. Built twice: on the host
+// emulation of the kernels (test_emulated_kernels, runs everywhere: the same launches, shapes
+// and argument lists the GPU gets) and on the GPU (test_cuda_kernels, FP8SM_TEST_ON_GPU:
+// skipped, saying why, where no GPU is usable).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "kernels/cast.hpp"
+#include "kernels/cuda/device_buffer.hpp"
+#include "kernels/dequantize.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/scale_update.hpp"
+#ifdef FP8SM_TEST_ON_GPU
+#include "kernels/cuda/cublaslt_gemm.hpp"
+#include "kernels/cuda/cuda_device.hpp"
+#include "kernels/cuda/gpu_device.hpp"
+#else
+#include "kernels/cuda/host_emulation/emulated_device.hpp"
+#endif
+
+namespace fp8sm::kernels::cuda {
+namespace {
+
+class DeviceKernelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifdef FP8SM_TEST_ON_GPU
+    if (!device_status().usable) GTEST_SKIP() << device_status().why;
+    static NvrtcCompiler compiler;
+    static GpuDevice loaded(compiler, /*fast_gemm=*/true);
+#else
+    static EmulatedDevice loaded;
+#endif
+    device_ = &loaded;
+  }
+  Device& device() { return *device_; }
+  Device* device_ = nullptr;
+};
+
+std::uint32_t bits(float f) {
+  std::uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+// Values a cast meets: normal, tiny, zero of both signs, huge, infinities, NaN.
+std::vector<float> inputs(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
+  std::vector<float> v(count);
+  const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-40f, 3e38f, -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::infinity(), 448.0f, 464.0f, 57344.0f};
+  for (std::size_t i = 0; i < count; ++i) v[i] = i % 97 == 5 ? specials[(i / 97) % 10] : uniform(random);
+  return v;
+}
+
+// 1 x 1 up to several tiles, with every kind of partial edge tile (cast_transpose.cu: 32 x 32).
+const std::pair<std::size_t, std::size_t> kShapes[] = {{1, 1}, {1, 33}, {31, 17}, {32, 32}, {33, 1},
+                                                       {64, 96}, {100, 257}, {1023, 129}};
+
+// The input as the kernels take it: float32, or the bf16 bit patterns of those values rounded
+// to bf16 (by truncation: any pattern will do, the reference gets the same ones).
+struct Input {
+  std::vector<float> f32;
+  std::vector<Bf16> bf16;
+  std::vector<std::uint16_t> bf16_bits;
+};
+
+Input input(std::size_t count, std::uint64_t seed, bool with_nan) {
+  Input in;
+  in.f32 = inputs(count, seed);
+  if (with_nan) in.f32[count / 2] = std::numeric_limits<float>::quiet_NaN();
+  for (float x : in.f32) {
+    in.bf16_bits.push_back(static_cast<std::uint16_t>(bits(x) >> 16));
+    in.bf16.push_back(Bf16{in.bf16_bits.back()});
+  }
+  return in;
+}
+
+std::string what(Format format, bool bf16, std::size_t rows, std::size_t cols, bool with_nan) {
+  return std::string(format_name(format)) + (bf16 ? " bf16 " : " f32 ") + std::to_string(rows) + "x" +
+         std::to_string(cols) + (with_nan ? " with NaN" : "");
+}
+
+TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {
+  Device& d = device();
+  for (Format format : {Format::E4M3, Format::E5M2}) {
+    for (bool bf16 : {false, true}) {
+      for (const auto& [rows, cols] : kShapes) {
+        for (bool with_nan : {false, true}) {
+          const Input x = input(rows * cols, rows * 131 + cols, with_nan);
+          const std::size_t n = x.f32.size();
+          const float scale = 3.5f;
+          std::vector<std::uint8_t> out(n), out_t(n), cast_out(n);
+          float amax = 0.0f, cast_amax = 0.0f;
+          if (bf16) {
+            cast_transpose_to_fp8(x.bf16.data(), rows, cols, scale, format, out.data(), out_t.data(), amax);
+            cast_to_fp8(x.bf16.data(), n, scale, format, cast_out.data(), cast_amax);
+          } else {
+            cast_transpose_to_fp8(x.f32.data(), rows, cols, scale, format, out.data(), out_t.data(), amax);
+            cast_to_fp8(x.f32.data(), n, scale, format, cast_out.data(), cast_amax);
+          }
+          DeviceBuffer<float> d_f32(d, x.f32);
+          DeviceBuffer<std::uint16_t> d_bf16(d, x.bf16_bits);
+          const void* in = bf16 ? static_cast<const void*>(d_bf16.get()) : static_cast<const void*>(d_f32.get());
+          DeviceBuffer<std::uint8_t> d_out(d, n), d_out_t(d, n), d_cast(d, n);
+          DeviceBuffer<float> d_amax(d, std::vector<float>{0.0f}), d_cast_amax(d, std::vector<float>{0.0f});
+          d.cast_transpose(in, bf16, rows, cols, scale, format, d_out.get(), d_out_t.get(), d_amax.get());
+          d.cast(in, bf16, n, scale, format, d_cast.get(), d_cast_amax.get());
+          const std::string label = what(format, bf16, rows, cols, with_nan);
+          EXPECT_EQ(d_out.download(), out) << label;
+          EXPECT_EQ(d_out_t.download(), out_t) << label;
+          EXPECT_EQ(bits(d_amax.download()[0]), bits(amax)) << label;
+          EXPECT_EQ(d_cast.download(), cast_out) << label;
+          EXPECT_EQ(bits(d_cast_amax.download()[0]), bits(cast_amax)) << label;
+        }
+      }
+    }
+  }
+}
+
+// The amax accumulates into what the buffer held: a larger earlier amax stays, a smaller one
+// is replaced.
+TEST_F(DeviceKernelsTest, AmaxAccumulatesIntoTheBuffer) {
+  Device& d = device();
+  const Input x = input(40 * 50, 3, false);
+  for (float before : {0.5f, 1e30f}) {
+    float amax = before;
+    std::vector<std::uint8_t> out(x.f32.size()), out_t(x.f32.size());
+    cast_transpose_to_fp8(x.f32.data(), 40, 50, 1.0f, Format::E4M3, out.data(), out_t.data(), amax);
+    DeviceBuffer<float> d_x(d, x.f32), d_amax(d, std::vector<float>{before});
+    DeviceBuffer<std::uint8_t> d_out(d, out.size()), d_out_t(d, out.size());
+    d.cast_transpose(d_x.get(), false, 40, 50, 1.0f, Format::E4M3, d_out.get(), d_out_t.get(), d_amax.get());
+    EXPECT_EQ(bits(d_amax.download()[0]), bits(amax)) << before;
+  }
+}
+
+TEST_F(DeviceKernelsTest, DequantizeEveryCode) {
+  Device& d = device();
+  for (Format format : {Format::E4M3, Format::E5M2}) {
+    std::vector<std::uint8_t> codes(256 * 3 + 7);
+    for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint8_t>(i * 7);
+    std::vector<float> expected(codes.size());
+    dequantize(codes.data(), codes.size(), format, 0.125f, expected.data());
+    DeviceBuffer<std::uint8_t> d_codes(d, codes);
+    DeviceBuffer<float> d_out(d, codes.size());
+    d.dequantize(d_codes.get(), codes.size(), format, 0.125f, d_out.get());
+    const std::vector<float> got = d_out.download();
+    for (std::size_t i = 0; i < codes.size(); ++i) EXPECT_EQ(bits(got[i]), bits(expected[i])) << int{codes[i]};
+  }
+}
+
+std::vector<std::uint8_t> random_codes(std::size_t count, std::uint64_t seed, Format format) {
+  std::mt19937_64 random(seed);
+  std::vector<std::uint8_t> codes(count);
+  for (auto& c : codes) {
+    do {
+      c = static_cast<std::uint8_t>(random());
+    } while (std::isnan(from_fp8(c, format)) || std::isinf(from_fp8(c, format)));
+  }
+  return codes;
+}
+
+TEST_F(DeviceKernelsTest, ReferenceGemmIsBitExactAndTheFastGemmWithinTolerance) {
+  Device& d = device();
+  const struct { std::size_t m, n, k; } shapes[] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {64, 48, 96}, {128, 256, 512}};
+  const std::pair<Format, Format> formats[] = {
+      {Format::E4M3, Format::E4M3}, {Format::E5M2, Format::E4M3}, {Format::E4M3, Format::E5M2}, {Format::E5M2, Format::E5M2}};
+  for (const auto& s : shapes) {
+    for (const auto& [fa, fb] : formats) {
+      const auto a = random_codes(s.m * s.k, s.m + s.k, fa);
+      const auto b = random_codes(s.n * s.k, s.n * 3 + s.k, fb);
+      const float sa = 0.5f, sb = 0.25f;
+      std::vector<float> expected(s.m * s.n);
+      gemm_tn({a.data(), s.m, fa, sa}, {b.data(), s.n, fb, sb}, s.k, expected.data());
+      DeviceBuffer<std::uint8_t> d_a(d, a), d_b(d, b);
+      DeviceBuffer<float> d_c(d, s.m * s.n);
+      d.gemm_tn_reference(d_a.get(), fa, sa, d_b.get(), fb, sb, s.m, s.n, s.k, d_c.get());
+      const std::vector<float> got = d_c.download();
+      for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(bits(got[i]), bits(expected[i])) << i;
+
+      DeviceBuffer<float> d_sa(d, std::vector<float>{sa}), d_sb(d, std::vector<float>{sb});
+      DeviceBuffer<float> d_fast(d, s.m * s.n);
+      const bool fast = d.gemm_tn_fast(d_a.get(), fa, d_sa.get(), d_b.get(), fb, d_sb.get(), s.m, s.n, s.k, d_fast.get());
+#ifdef FP8SM_TEST_ON_GPU
+      EXPECT_EQ(fast, CublasLtGemm::supports(s.m, s.n, s.k, fa, fb)) << s.m << "x" << s.n << "x" << s.k;
+#else
+      EXPECT_FALSE(fast) << "the emulation has no fast GEMM";
+#endif
+      if (!fast) continue;
+      const std::vector<float> got_fast = d_fast.download();
+      for (std::size_t i = 0; i < s.m; ++i) {
+        for (std::size_t j = 0; j < s.n; ++j) {
+          double sum_abs = 0;
+          for (std::size_t p = 0; p < s.k; ++p) {
+            sum_abs += std::fabs(static_cast<double>(from_fp8(a[i * s.k + p], fa)) * from_fp8(b[j * s.k + p], fb));
+          }
+          const double tolerance = 2.0 * static_cast<double>(s.k + 2) * std::ldexp(1.0, -24) * sum_abs * sa * sb;
+          EXPECT_NEAR(got_fast[i * s.n + j], expected[i * s.n + j], tolerance) << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(DeviceKernelsTest, FusedAndUnfusedUpdatesOfManyTensorsInOneLaunch) {
+  Device& d = device();
+  for (UpdatePath path : {UpdatePath::Fused, UpdatePath::Unfused}) {
+    for (AmaxComputeAlgo algo : {AmaxComputeAlgo::Max, AmaxComputeAlgo::MostRecent}) {
+      // About 600 slots: several blocks of 256 threads, tensors across block boundaries.
+      const std::size_t tensors = 300, length = 16;
+      std::mt19937_64 random(11);
+      std::vector<ScalingMeta> metas;
+      for (std::size_t t = 0; t < tensors; ++t) {
+        ScalingMeta m = ScalingMeta::fresh(length, 1 + t % 3);
+        for (float& h : m.amax_history) h = static_cast<float>(random() % 1000) / 100.0f;
+        m.amax(0, 0) = t % 7 == 0 ? 0.0f : m.amax(0, 0);  // a zero current amax
+        if (t == 5) m.amax(3, 0) = std::numeric_limits<float>::quiet_NaN();
+        metas.push_back(m);
+      }
+      std::vector<ScalingMeta> expected = metas;
+      std::vector<ScalingMeta*> pointers;
+      for (auto& m : expected) pointers.push_back(&m);
+      std::vector<float> reduced = current_amaxes(pointers);
+      reduced[4] = std::numeric_limits<float>::infinity();
+      const ScaleUpdateRecipe recipe{Format::E4M3, 1, algo, path};
+      update_scales(pointers, reduced, recipe);
+
+      std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
+      std::vector<float*> history_pointers, scale_pointers;
+      std::vector<unsigned> slot_begin = {0};
+      for (const ScalingMeta& m : metas) {
+        histories.push_back(std::make_unique<DeviceBuffer<float>>(d, m.amax_history));
+        scales.push_back(std::make_unique<DeviceBuffer<float>>(d, m.scale));
+        history_pointers.push_back(histories.back()->get());
+        scale_pointers.push_back(scales.back()->get());
+        slot_begin.push_back(slot_begin.back() + static_cast<unsigned>(m.slots()));
+      }
+      DeviceBuffer<float*> d_histories(d, history_pointers), d_scales(d, scale_pointers);
+      DeviceBuffer<float> d_reduced(d, reduced);
+      DeviceBuffer<unsigned> d_begin(d, slot_begin);
+      d.scale_update(d_histories.get(), d_scales.get(), d_reduced.get(), d_begin.get(),
+                             static_cast<unsigned>(tensors), slot_begin.back(), static_cast<unsigned>(length), recipe);
+      for (std::size_t t = 0; t < tensors; ++t) {
+        const auto h = histories[t]->download();
+        const auto s = scales[t]->download();
+        for (std::size_t i = 0; i < h.size(); ++i) EXPECT_EQ(bits(h[i]), bits(expected[t].amax_history[i])) << t << " " << i;
+        for (std::size_t i = 0; i < s.size(); ++i) EXPECT_EQ(bits(s[i]), bits(expected[t].scale[i])) << t << " " << i;
+      }
+    }
+  }
+}
+
+#ifdef FP8SM_TEST_ON_GPU
+// Runs everywhere: without a GPU the reason is the CUDA runtime's, not a crash.
+TEST(CudaDevice, SaysWhyThereIsNone) {
+  const DeviceStatus& status = device_status();
+  if (status.usable) {
+    EXPECT_GE(status.arch, 50);
+    EXPECT_FALSE(status.name.empty());
+  } else {
+    EXPECT_FALSE(status.why.empty());
+    NvrtcCompiler compiler("-");
+    try {
+      GpuDevice gpu(compiler);
+      ADD_FAILURE() << "GpuDevice started without a usable GPU";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(status.why), std::string::npos) << e.what();
+    }
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace fp8sm::kernels::cuda
