@@ -2,7 +2,7 @@
 // forward and backward update counts (1 and 1 under fp8sm, whatever the checkpointing).
 //
 //   train_mlp [--checkpoint none|reentrant|nonreentrant] [--granularity single|per-layer|nested]
-//             [--steps N] [--semantics fp8sm|upstream|pr3213] [--backend cpu|cuda|cuda-exact]
+//             [--steps N] [--semantics fp8sm|upstream|pr3213] [--backend cpu|cuda|cuda-exact|cuda-emulated]
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   app.add_option("--granularity", granularity, "single, per-layer or nested (default single)");
   app.add_option("--steps", options.steps, "training steps (default 300)");
   app.add_option("--semantics", semantics, "fp8sm, upstream or pr3213 (default fp8sm)");
-  app.add_option("--backend", options.backend, "cpu, cuda or cuda-exact (default cpu)");
+  app.add_option("--backend", options.backend, "cpu, cuda, cuda-exact or cuda-emulated (default cpu)");
   try {
     app.parse(argc, argv);
     options.checkpoint = fp8sm::examples::parse_checkpoint(checkpoint);

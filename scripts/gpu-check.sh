@@ -30,7 +30,8 @@ fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFP8SM_REQUIRE_CUDA=ON -DCUDAToolkit_ROOT=/usr/local/cuda \
   > "$out/configure.log" 2>&1 || { echo "configure failed (see $out/configure.log)"; exit 1; }
 cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_runtime kernel_bandwidth train_mlp \
-  test_runtime test_runtime_properties test_kernels_fp8 > "$out/build.log" 2>&1 \
+  test_runtime test_runtime_properties test_device_backend_properties test_emulated_kernels test_kernels_fp8 \
+  > "$out/build.log" 2>&1 \
   || { echo "build failed (see $out/build.log)"; exit 1; }
 
 # GPU tests: every kernel against the CPU reference, the runtime on the CUDA backend.
@@ -39,8 +40,14 @@ if grep -q "Skipped" "$out/gpu-tests.log"; then
   echo "GPU tests were skipped (no usable GPU?): see $out/gpu-tests.log"
   status=1
 fi
-# The runtime's own tests on this machine too (those that were built).
-ctest --test-dir build -R "runtime\.Runtime" --output-on-failure > "$out/runtime-tests.log" 2>&1 || status=1
+# The runtime's own tests on this machine too (those that were built); the device backend's
+# property runs on the GPU ("cuda-exact") as well as on the emulation here.
+ctest --test-dir build -R "runtime\.Runtime|kernels\.emulated" --output-on-failure > "$out/runtime-tests.log" 2>&1 \
+  || status=1
+RC_PARAMS=max_success=1000 build/tests/runtime/test_device_backend_properties > "$out/device-backend-properties.log" 2>&1 \
+  || status=1
+grep -q '"cuda-exact"' "$out/device-backend-properties.log" \
+  || { echo "the device backend property did not run on the GPU"; status=1; }
 
 build/examples/train_mlp --backend cuda --checkpoint reentrant --granularity per-layer > "$out/train_mlp_cuda.txt" 2>&1 || status=1
 build/examples/train_mlp --backend cpu --checkpoint reentrant --granularity per-layer > "$out/train_mlp_cpu.txt" 2>&1 || status=1
