@@ -1,6 +1,6 @@
 // The runtime on the CUDA kernels: train_mlp in every checkpoint configuration with the same
 // counts as on the CPU and bit-identical training with the exact GEMM; on a GPU also the same
-// loss curve within the GEMM's tolerance with cuBLASLt. Built twice: on the host emulation of
+// loss curve within 2 % with cuBLASLt. Built twice: on the host emulation of
 // the kernels ("cuda-emulated", test_device_runtime, runs everywhere) and on the GPU
 // ("cuda-exact" / "cuda", test_cuda_runtime with FP8SM_TEST_ON_GPU: skipped, saying why, where
 // no GPU is usable).
@@ -74,10 +74,11 @@ TEST_F(DeviceRuntimeTest, FastGemmKeepsTheCountsAndTheLossCurve) {
   for (std::size_t s = 0; s < cpu.steps.size(); ++s) {
     EXPECT_EQ(gpu.steps[s].counts.forward_updates, 1);
     EXPECT_EQ(gpu.steps[s].counts.backward_updates, 1);
-    EXPECT_NEAR(gpu.steps[s].loss, cpu.steps[s].loss, 1e-3 * std::fabs(cpu.steps[s].loss) + 1e-6) << s;
+    // cuBLASLt sums in its own order and precision (kernels/README.md); its small differences
+    // can flip FP8 roundings of the next cast, so the curves agree to 2 %, not to the bit.
+    EXPECT_NEAR(gpu.steps[s].loss, cpu.steps[s].loss, 2e-2 * std::fabs(cpu.steps[s].loss) + 1e-6) << s;
   }
 }
-
 
 TEST(CudaRuntime, ACudaBackendWithoutAGpuSaysWhy) {
   const std::string why = runtime::cuda_unavailable_reason();
