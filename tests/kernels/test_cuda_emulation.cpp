@@ -4,6 +4,7 @@
 // is a KernelFault, not a silent result.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -41,8 +42,8 @@ TEST(CudaEmulation, EveryThreadOfTheGridRunsOnceWithItsIndices) {
             for (unsigned tx = 0; tx < 5; ++tx) EXPECT_EQ(seen.count({bx, by, bz, tx, ty, tz}), 1u);
 }
 
-// Each thread writes its slot, waits, then reads its neighbour's: without the barrier a thread
-// would read the slot before the neighbour (run later) wrote it.
+// Each thread writes its slot, waits, then reads its neighbour's: without the barrier, of each
+// pair of neighbours the one that runs first would read the other's slot unwritten.
 TEST(CudaEmulation, SyncThreadsMakesEveryWriteBeforeItVisibleAfterIt) {
   const unsigned threads = 96;
   std::vector<int> shared(threads, -1), read(threads * 2, -2);
@@ -56,6 +57,22 @@ TEST(CudaEmulation, SyncThreadsMakesEveryWriteBeforeItVisibleAfterIt) {
   for (unsigned b = 0; b < 2; ++b) {
     for (unsigned t = 0; t < threads; ++t) EXPECT_EQ(read[b * threads + t], static_cast<int>((t + 1) % threads + 1000 * b));
   }
+}
+
+// Threads start in a shuffled order, the same in every run: a missing barrier is not hidden by
+// the threads running in index order.
+TEST(CudaEmulation, ThreadsStartInAShuffledRepeatableOrder) {
+  auto start_order = [] {
+    std::vector<unsigned> order;
+    run_grid({1, 1, 1}, {64, 2, 1}, [&] { order.push_back(linear_thread()); });
+    return order;
+  };
+  const std::vector<unsigned> first = start_order();
+  EXPECT_EQ(first, start_order());
+  std::vector<unsigned> sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  for (unsigned i = 0; i < sorted.size(); ++i) EXPECT_EQ(sorted[i], i);
+  EXPECT_NE(first, sorted) << "threads ran in index order";
 }
 
 // __shfl_down_sync: lane l gets lane l + delta's value, or its own past the warp's end; the

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <random>
 #include <vector>
 
 namespace fp8sm::kernels::cuda::emulation {
@@ -140,10 +141,17 @@ void run_block(BlockRun& run) {
     t.context.uc_link = &run.scheduler;
     makecontext(&t.context, thread_entry, 0);
   }
+  // Threads run in a shuffled order (fixed per block, so runs repeat): a kernel that reads what
+  // another thread wrote without a barrier between them fails whichever of the two is first.
+  std::vector<std::size_t> order(count);
+  for (std::size_t i = 0; i < count; ++i) order[i] = i;
+  std::mt19937 random(run.block_index.x * 7919u + run.block_index.y * 104729u + run.block_index.z * 1299709u);
+  std::shuffle(order.begin(), order.end(), random);
   for (;;) {
     // Every thread runs until it returns or waits; then the barriers that all have reached open.
     bool all_returned = true;
-    for (Thread& t : run.threads) {
+    for (std::size_t i : order) {
+      Thread& t = run.threads[i];
       if (!t.returned && t.waiting == Waiting::Nothing) {
         run.running = &t;
         swapcontext(&run.scheduler, &t.context);
