@@ -2,9 +2,12 @@
 // kernel sources of kernels/cuda/ execute (and are tested bit for bit) on machines without a
 // GPU. Blocks run one after another; the threads of a block are fibers (ucontext) switched at
 // every __syncthreads() and warp shuffle, so shared memory, barriers and shuffles behave as on
-// the GPU. It checks what the hardware would leave undefined: a barrier that not every thread
-// of the block (or warp) reaches, and a shuffle with lanes missing, end the launch with a
-// KernelFault naming the threads.
+// the GPU. The threads of a block start, and resume after each barrier, in a shuffled order
+// (the same in every run), so a missing barrier shows whichever thread it favours.
+//
+// It checks what CUDA leaves undefined: a __syncthreads() that not every thread of the block
+// reaches (one returned, or waits at another one) and a full-warp shuffle that not every lane
+// reaches end the launch with a KernelFault naming the threads and the source lines.
 //
 // Not emulated: concurrency between blocks (they run in order), memory ordering beyond what
 // __syncthreads() gives, and timing. Shared memory is static storage reused by every block
