@@ -11,6 +11,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/fp8sm_runtime.hpp"
@@ -39,8 +40,9 @@ struct RuntimeRun {
 
 class ScenarioOnRuntime {
  public:
-  ScenarioOnRuntime(spec::Semantics semantics, const runtime::Recipe& recipe, int modules)
-      : context_(recipe, runtime::make_cpu_backend(), semantics) {
+  ScenarioOnRuntime(spec::Semantics semantics, const runtime::Recipe& recipe, int modules,
+                    std::unique_ptr<runtime::Backend> backend = runtime::make_cpu_backend())
+      : context_(recipe, std::move(backend), semantics) {
     for (int m = 0; m < modules; ++m) {
       modules_.push_back(std::make_unique<runtime::Linear>(context_, "L" + std::to_string(m), 4, 4,
                                                           static_cast<std::uint64_t>(m + 1)));

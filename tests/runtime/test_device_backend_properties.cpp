@@ -1,6 +1,6 @@
 // The runtime's device backend (runtime/device_backend.cpp: the CUDA kernels, the launches and
-// the buffers around them) trains any random network, checkpoint arrangement and recipe bit for
-// bit as the CPU backend: on the host emulation of the kernels everywhere ("cuda-emulated"),
+// the buffers around them) runs random programs as the model does, and trains any random
+// network, checkpoint arrangement and recipe bit for bit as the CPU backend: on the host emulation of the kernels everywhere ("cuda-emulated"),
 // and on the GPU too where one is usable ("cuda-exact"). Fewer cases than the other properties
 // (the emulation runs one fiber per CUDA thread); RC_PARAMS sets the count (CMakeLists.txt).
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "random_programs.hpp"
 #include "random_training.hpp"
 
 namespace fp8sm {
@@ -27,6 +28,16 @@ const std::vector<std::string>& device_backends() {
     return n;
   }();
   return names;
+}
+
+// Property (a) of test_runtime_properties on the device backends: random programs with
+// checkpoints, raises and try blocks anywhere run as on the model.
+RC_GTEST_PROP(DeviceBackendProperties, RandomProgramsRunAsOnTheModel, ()) {
+  const spec::Program program = test_support::random_program();
+  for (const std::string& backend : device_backends()) {
+    RC_TAG(backend);
+    test_support::check_program_on_runtime(program, backend);
+  }
 }
 
 RC_GTEST_PROP(DeviceBackendProperties, TrainsBitForBitAsTheCpu, ()) {
