@@ -8,7 +8,7 @@ __device__ void fp8sm_cast(const In* in, unsigned long long count, float scale, 
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
     const float x = fp8sm_widen(in[i]);
-    out[i] = fp8sm_to_fp8<Format>(__fmul_rn(x, scale));  // one rounding to float, then to FP8
+    out[i] = fp8sm_cast_value<Format>(x, scale);
     const int k = fp8sm_amax_key(x);
     key = k > key ? k : key;
   }

@@ -5,7 +5,7 @@ template <int Format>
 __device__ void fp8sm_dequantize(const fp8sm_u8* in, unsigned long long count, float scale_inv, float* out) {
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
-    out[i] = __fmul_rn(fp8sm_from_fp8<Format>(in[i]), scale_inv);
+    out[i] = fp8sm_dequantize_value<Format>(in[i], scale_inv);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/cuda/device.hpp"
 
+#include <cstdint>
 #include <stdexcept>
 
 namespace fp8sm::kernels::cuda {
@@ -26,7 +27,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& Device::ent
       {"cast.cu", {"fp8sm_cast_f32_e4m3", "fp8sm_cast_f32_e5m2", "fp8sm_cast_bf16_e4m3", "fp8sm_cast_bf16_e5m2"}},
       {"cast_transpose.cu",
        {"fp8sm_cast_transpose_f32_e4m3", "fp8sm_cast_transpose_f32_e5m2", "fp8sm_cast_transpose_bf16_e4m3",
-        "fp8sm_cast_transpose_bf16_e5m2"}},
+        "fp8sm_cast_transpose_bf16_e5m2", "fp8sm_cast_transpose_vec_f32_e4m3", "fp8sm_cast_transpose_vec_f32_e5m2",
+        "fp8sm_cast_transpose_vec_bf16_e4m3", "fp8sm_cast_transpose_vec_bf16_e5m2"}},
       {"dequantize.cu", {"fp8sm_dequantize_e4m3", "fp8sm_dequantize_e5m2"}},
       {"gemm.cu",
        {"fp8sm_gemm_tn_e4m3_e4m3", "fp8sm_gemm_tn_e4m3_e5m2", "fp8sm_gemm_tn_e5m2_e4m3", "fp8sm_gemm_tn_e5m2_e5m2"}},
@@ -43,22 +45,40 @@ void Device::cast(const void* in, bool bf16, std::size_t count, float scale, For
   launch(std::string("fp8sm_cast_") + (bf16 ? "bf16_" : "f32_") + suffix(format), elementwise(count), args, stream);
 }
 
+bool Device::takes_vectorized_cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols,
+                                             const std::uint8_t* out, const std::uint8_t* out_t) const {
+  auto aligned = [](const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
+  // Every row of `in` starts at a multiple of 4 elements, of `out` / `out_t` at a 4-byte word.
+  return vectorized_cast_transpose_ && rows % 4 == 0 && cols % 4 == 0 && rows <= 65535u * 64u &&
+         aligned(in, bf16 ? 8 : 16) && aligned(out, 4) && aligned(out_t, 4);
+}
+
 void Device::cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols, float scale,
                             Format format, std::uint8_t* out, std::uint8_t* out_t, float* amax, void* stream) const {
   if (rows == 0 || cols == 0) return;
-  // One block per 32 x 32 tile (cast_transpose.cu), 32 x 8 threads; grid.y is at most 65535.
-  if (rows > 65535u * 32u || cols > 0xFFFFFFFFu) {
+  if (rows > 65535u * 32u || cols > 0xFFFFFFFFu) {  // grid.y is at most 65535 blocks
     throw std::invalid_argument("cast_transpose: more than 65535 x 32 rows or 2^32 columns");
   }
   auto r = static_cast<unsigned>(rows);
   auto c = static_cast<unsigned>(cols);
   void* args[] = {&in, &r, &c, &scale, &out, &out_t, &amax};
+  const std::string kind = std::string(bf16 ? "bf16_" : "f32_") + suffix(format);
   LaunchShape shape;
-  shape.grid[0] = (c + 31) / 32;
-  shape.grid[1] = (r + 31) / 32;
-  shape.block[0] = 32;
-  shape.block[1] = 8;
-  launch(std::string("fp8sm_cast_transpose_") + (bf16 ? "bf16_" : "f32_") + suffix(format), shape, args, stream);
+  if (takes_vectorized_cast_transpose(in, bf16, rows, cols, out, out_t)) {
+    // One block per 64 x 64 tile, 16 x 16 threads (cast_transpose.cu).
+    shape.grid[0] = (c + 63) / 64;
+    shape.grid[1] = (r + 63) / 64;
+    shape.block[0] = 16;
+    shape.block[1] = 16;
+    launch("fp8sm_cast_transpose_vec_" + kind, shape, args, stream);
+  } else {
+    // One block per 32 x 32 tile, 32 x 8 threads.
+    shape.grid[0] = (c + 31) / 32;
+    shape.grid[1] = (r + 31) / 32;
+    shape.block[0] = 32;
+    shape.block[1] = 8;
+    launch("fp8sm_cast_transpose_" + kind, shape, args, stream);
+  }
 }
 
 void Device::dequantize(const std::uint8_t* in, std::size_t count, Format format, float scale_inv, float* out,

@@ -10,6 +10,14 @@ typedef unsigned char fp8sm_u8;
 #define FP8SM_E4M3 0
 #define FP8SM_E5M2 1
 
+// Unroll the loop that follows where the CUDA compiler reads the kernels (NVRTC, nvcc); nothing
+// for the host compiler of the emulation, which would warn about an unknown pragma.
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define FP8SM_UNROLL _Pragma("unroll")
+#else
+#define FP8SM_UNROLL
+#endif
+
 // value / 2^shift rounded to nearest, ties to even (value < 2^31, shift >= 1).
 __device__ __forceinline__ fp8sm_u32 fp8sm_shift_right_nearest_even(fp8sm_u32 value, int shift) {
   if (shift >= 32) return 0u;
@@ -20,9 +28,11 @@ __device__ __forceinline__ fp8sm_u32 fp8sm_shift_right_nearest_even(fp8sm_u32 va
   return round_up ? kept + 1u : kept;
 }
 
-// Round to nearest even, saturate to +-max (infinity included), NaN -> 0x7F with its sign.
+// Round to nearest even, saturate to +-max (infinity included), NaN -> 0x7F with its sign: the
+// integer steps of kernels/fp8.cpp. About 70 integer instructions a value: on a GPU that has
+// the conversion in hardware, fp8sm_to_fp8 below uses that instead.
 template <int Format>
-__device__ __forceinline__ fp8sm_u8 fp8sm_to_fp8(float value) {
+__device__ __forceinline__ fp8sm_u8 fp8sm_to_fp8_software(float value) {
   const int mantissa_bits = Format == FP8SM_E4M3 ? 3 : 2;
   const int bias = Format == FP8SM_E4M3 ? 7 : 15;
   const fp8sm_u32 max_code = Format == FP8SM_E4M3 ? 0x7Eu : 0x7Bu;
@@ -46,6 +56,37 @@ __device__ __forceinline__ fp8sm_u8 fp8sm_to_fp8(float value) {
   return (fp8sm_u8)(sign | code);
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+// sm_89 and later convert float32 to FP8 in one instruction: round to nearest even, and with
+// .satfinite infinities and overflows to +-max, as the reference. Only NaN differs (the
+// instruction gives one canonical NaN, the reference keeps the sign): handled before it. Both
+// halves of the pair get the value, so which half is which does not matter.
+template <int Format>
+__device__ __forceinline__ fp8sm_u8 fp8sm_to_fp8_hardware(float value) {
+  const fp8sm_u32 bits = __float_as_uint(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return (fp8sm_u8)(((bits >> 24) & 0x80u) | 0x7Fu);
+  unsigned short pair;
+  if (Format == FP8SM_E4M3) {
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %1;" : "=h"(pair) : "f"(value));
+  } else {
+    asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %1;" : "=h"(pair) : "f"(value));
+  }
+  return (fp8sm_u8)(pair & 0xFFu);
+}
+#endif
+
+// The conversion the kernels use: the hardware's where there is one, else the integer steps.
+// The host emulation and the on-host test compile the integer steps; the hardware path is
+// checked against the reference by the GPU tests (every code, midpoint and special).
+template <int Format>
+__device__ __forceinline__ fp8sm_u8 fp8sm_to_fp8(float value) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  return fp8sm_to_fp8_hardware<Format>(value);
+#else
+  return fp8sm_to_fp8_software<Format>(value);
+#endif
+}
+
 template <int Format>
 __device__ __forceinline__ float fp8sm_from_fp8(fp8sm_u8 code) {
   const int mantissa_bits = Format == FP8SM_E4M3 ? 3 : 2;
@@ -64,6 +105,24 @@ __device__ __forceinline__ float fp8sm_from_fp8(fp8sm_u8 code) {
     return __uint_as_float(sign | __float_as_uint(ldexpf((float)mantissa, 1 - bias - mantissa_bits)));
   }
   return __uint_as_float(sign | ((exponent_field + (fp8sm_u32)(127 - bias)) << 23) | (mantissa << (23 - mantissa_bits)));
+}
+
+// fp8(x * scale) as the CPU reference computes it: the product rounded once to float, then
+// converted. A NaN input keeps its sign, as the host's multiplication keeps it (the GPU's
+// would return its one canonical, positive NaN).
+template <int Format>
+__device__ __forceinline__ fp8sm_u8 fp8sm_cast_value(float x, float scale) {
+  const fp8sm_u32 bits = __float_as_uint(x);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return (fp8sm_u8)(((bits >> 24) & 0x80u) | 0x7Fu);
+  return fp8sm_to_fp8<Format>(__fmul_rn(x, scale));
+}
+
+// from_fp8(code) * scale_inv as the CPU reference computes it; a NaN code gives its NaN as the
+// host's multiplication does (sign and payload kept), not the GPU's canonical NaN.
+template <int Format>
+__device__ __forceinline__ float fp8sm_dequantize_value(fp8sm_u8 code, float scale_inv) {
+  const float value = fp8sm_from_fp8<Format>(code);
+  return value != value ? value : __fmul_rn(value, scale_inv);
 }
 
 __device__ __forceinline__ float fp8sm_widen(float x) { return x; }

@@ -58,14 +58,18 @@ std::vector<float> inputs(std::size_t count, std::uint64_t seed) {
   std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
   std::vector<float> v(count);
   const float specials[] = {0.0f, -0.0f, 1e-30f, -1e-40f, 3e38f, -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::infinity(), 448.0f, 464.0f, 57344.0f};
-  for (std::size_t i = 0; i < count; ++i) v[i] = i % 97 == 5 ? specials[(i / 97) % 10] : uniform(random);
+                            std::numeric_limits<float>::infinity(), 448.0f, 464.0f, 57344.0f,
+                            -std::numeric_limits<float>::quiet_NaN()};
+  constexpr std::size_t kSpecials = sizeof specials / sizeof specials[0];
+  for (std::size_t i = 0; i < count; ++i) v[i] = i % 97 == 5 ? specials[(i / 97) % kSpecials] : uniform(random);
   return v;
 }
 
-// 1 x 1 up to several tiles, with every kind of partial edge tile (cast_transpose.cu: 32 x 32).
-const std::pair<std::size_t, std::size_t> kShapes[] = {{1, 1}, {1, 33}, {31, 17}, {32, 32}, {33, 1},
-                                                       {64, 96}, {100, 257}, {1023, 129}};
+// 1 x 1 up to several tiles, with every kind of partial edge tile: for the kernel for any shape
+// (32 x 32 tiles), and, where rows and cols are multiples of 4, for the vectorized one (64 x 64).
+const std::pair<std::size_t, std::size_t> kShapes[] = {{1, 1},   {1, 33},   {31, 17},   {32, 32},   {33, 1},
+                                                       {64, 96}, {100, 257}, {1023, 129}, {4, 4},    {8, 132},
+                                                       {68, 4},  {100, 260}, {192, 256}, {260, 72}};
 
 // The input as the kernels take it: float32, or the bf16 bit patterns of those values rounded
 // to bf16 (by truncation: any pattern will do, the reference gets the same ones).
@@ -93,6 +97,8 @@ std::string what(Format format, bool bf16, std::size_t rows, std::size_t cols, b
 
 TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {
   Device& d = device();
+  for (bool vectorized : {true, false}) {
+  d.set_vectorized_cast_transpose(vectorized);
   for (Format format : {Format::E4M3, Format::E5M2}) {
     for (bool bf16 : {false, true}) {
       for (const auto& [rows, cols] : kShapes) {
@@ -116,7 +122,9 @@ TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {
           DeviceBuffer<float> d_amax(d, std::vector<float>{0.0f}), d_cast_amax(d, std::vector<float>{0.0f});
           d.cast_transpose(in, bf16, rows, cols, scale, format, d_out.get(), d_out_t.get(), d_amax.get());
           d.cast(in, bf16, n, scale, format, d_cast.get(), d_cast_amax.get());
-          const std::string label = what(format, bf16, rows, cols, with_nan);
+          const std::string label = what(format, bf16, rows, cols, with_nan) +
+                                    (d.takes_vectorized_cast_transpose(in, bf16, rows, cols, d_out.get(), d_out_t.get())
+                                         ? " vectorized" : "");
           EXPECT_EQ(d_out.download(), out) << label;
           EXPECT_EQ(d_out_t.download(), out_t) << label;
           EXPECT_EQ(bits(d_amax.download()[0]), bits(amax)) << label;
@@ -125,6 +133,84 @@ TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {
         }
       }
     }
+  }
+  }
+  d.set_vectorized_cast_transpose(true);
+}
+
+// The vectorized cast-transpose is taken exactly where rows, cols and the rows' alignment allow.
+TEST_F(DeviceKernelsTest, TheVectorizedCastTransposeWhereItApplies) {
+  Device& d = device();
+  DeviceBuffer<float> in(d, 16 * 20 + 4);
+  DeviceBuffer<std::uint16_t> in_bf16(d, 16 * 20 + 4);
+  DeviceBuffer<std::uint8_t> out(d, 16 * 20 + 4), out_t(d, 16 * 20 + 4);
+  EXPECT_TRUE(d.takes_vectorized_cast_transpose(in.get(), false, 16, 20, out.get(), out_t.get()));
+  EXPECT_TRUE(d.takes_vectorized_cast_transpose(in_bf16.get(), true, 16, 20, out.get(), out_t.get()));
+  EXPECT_FALSE(d.takes_vectorized_cast_transpose(in.get(), false, 16, 21, out.get(), out_t.get()));
+  EXPECT_FALSE(d.takes_vectorized_cast_transpose(in.get(), false, 18, 20, out.get(), out_t.get()));
+  EXPECT_FALSE(d.takes_vectorized_cast_transpose(in.get() + 1, false, 16, 20, out.get(), out_t.get()));
+  EXPECT_FALSE(d.takes_vectorized_cast_transpose(in_bf16.get() + 2, true, 16, 20, out.get(), out_t.get()));
+  EXPECT_FALSE(d.takes_vectorized_cast_transpose(in.get(), false, 16, 20, out.get() + 2, out_t.get()));
+  EXPECT_FALSE(d.takes_vectorized_cast_transpose(in.get(), false, 16, 20, out.get(), out_t.get() + 1));
+  d.set_vectorized_cast_transpose(false);
+  EXPECT_FALSE(d.takes_vectorized_cast_transpose(in.get(), false, 16, 20, out.get(), out_t.get()));
+  d.set_vectorized_cast_transpose(true);
+#ifndef FP8SM_TEST_ON_GPU
+  // And the emulation saw the launch it chose.
+  auto& emulated = static_cast<EmulatedDevice&>(d);
+  const std::size_t before = emulated.launches("fp8sm_cast_transpose_vec_f32_e4m3");
+  DeviceBuffer<float> amax(d, 1);
+  d.cast_transpose(in.get(), false, 16, 20, 1.0f, Format::E4M3, out.get(), out_t.get(), amax.get());
+  EXPECT_EQ(emulated.launches("fp8sm_cast_transpose_vec_f32_e4m3"), before + 1);
+#endif
+}
+
+// Every conversion the kernels can make, through the cast kernel: evenly spread float32 bit
+// patterns and every pattern near each FP8 value and each midpoint between neighbours, both
+// signs, NaNs and infinities included. On a GPU of sm_89 or later this is what checks the
+// hardware conversion (fp8_device.cuh) against the reference; the emulation runs the integer
+// steps on a sparser sample.
+TEST_F(DeviceKernelsTest, EveryKindOfFloatCastsAsTheReference) {
+#ifdef FP8SM_TEST_ON_GPU
+  const std::uint64_t stride = 256;
+  const std::int64_t near = 512;
+#else
+  const std::uint64_t stride = 1u << 16;
+  const std::int64_t near = 8;
+#endif
+  Device& d = device();
+  for (Format format : {Format::E4M3, Format::E5M2}) {
+    std::vector<std::uint32_t> patterns;
+    for (std::uint64_t b = 0; b <= 0xFFFFFFFFull; b += stride) patterns.push_back(static_cast<std::uint32_t>(b));
+    for (int code = 0; code < 255; ++code) {
+      const float value = from_fp8(static_cast<std::uint8_t>(code), format);
+      const float next = from_fp8(static_cast<std::uint8_t>(code + 1), format);
+      for (float centre : {value, 0.5f * (value + next)}) {
+        if (!std::isfinite(centre)) continue;
+        const auto c = static_cast<std::int64_t>(bits(centre));
+        for (std::int64_t delta = -near; delta <= near; ++delta) {
+          if (c + delta >= 0 && c + delta <= 0xFFFFFFFFll) patterns.push_back(static_cast<std::uint32_t>(c + delta));
+        }
+      }
+    }
+    std::vector<float> x(patterns.size());
+    std::memcpy(x.data(), patterns.data(), x.size() * sizeof(float));
+    std::vector<std::uint8_t> expected(x.size());
+    float amax = 0.0f;
+    cast_to_fp8(x.data(), x.size(), 1.0f, format, expected.data(), amax);
+    DeviceBuffer<float> d_x(d, x), d_amax(d, std::vector<float>{0.0f});
+    DeviceBuffer<std::uint8_t> d_out(d, x.size());
+    d.cast(d_x.get(), false, x.size(), 1.0f, format, d_out.get(), d_amax.get());
+    const std::vector<std::uint8_t> got = d_out.download();
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < x.size() && wrong < 10; ++i) {
+      if (got[i] != expected[i]) {
+        ++wrong;
+        ADD_FAILURE() << format_name(format) << " bits 0x" << std::hex << patterns[i] << ": device 0x" << int{got[i]}
+                      << ", reference 0x" << int{expected[i]};
+      }
+    }
+    EXPECT_EQ(bits(d_amax.download()[0]), bits(amax));
   }
 }
 

@@ -1,5 +1,5 @@
 // The device FP8 conversions of kernels/cuda/fp8_device.cuh, compiled for the host with the
-// few intrinsics they use defined here, against the CPU reference (kernels/fp8.cpp): the GPU
+// intrinsics of the host emulation (cuda_on_host.hpp), against the CPU reference (kernels/fp8.cpp): the GPU
 // kernels' codes come from this code, so this is where a difference would start. 16.8 million
 // evenly spread bit patterns and every pattern within 512 ulps of each FP8 value and of each
 // midpoint between neighbours, both formats, both signs; and every code back to float.
@@ -13,19 +13,7 @@
 #include "kernels/amax.hpp"
 #include "kernels/fp8.hpp"
 
-#define __device__
-#define __forceinline__ inline
-inline unsigned __float_as_uint(float f) {
-  unsigned u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-inline float __uint_as_float(unsigned u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-inline int __shfl_down_sync(unsigned, int value, int) { return value; }
+#include "kernels/cuda/host_emulation/cuda_on_host.hpp"
 #include "kernels/cuda/fp8_device.cuh"
 
 namespace fp8sm::kernels {
@@ -36,7 +24,7 @@ void expect_same_codes(Format format) {
   std::uint64_t checked = 0;
   auto check = [&](std::uint32_t bits) {
     const float x = __uint_as_float(bits);
-    const std::uint8_t device = fp8sm_to_fp8<DeviceFormat>(x);
+    const std::uint8_t device = fp8sm_to_fp8_software<DeviceFormat>(x);
     const std::uint8_t host = to_fp8(x, format);
     ++checked;
     if (device != host) {

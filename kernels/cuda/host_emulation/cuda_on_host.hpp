@@ -62,9 +62,13 @@ inline float __int_as_float(int i) {
   std::memcpy(&f, &i, sizeof f);
   return f;
 }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
+// A GPU's float arithmetic returns one canonical NaN (0x7FFFFFFF) whatever the operands' NaNs;
+// the host's keeps an operand's sign and payload. Modelled, so that a kernel that lets a NaN's
+// sign through an operation fails here as it would on the GPU.
+inline float fp8sm_emulated_gpu_nan(float result) { return result != result ? __uint_as_float(0x7FFFFFFFu) : result; }
+inline float __fmul_rn(float a, float b) { return fp8sm_emulated_gpu_nan(a * b); }
+inline float __fadd_rn(float a, float b) { return fp8sm_emulated_gpu_nan(a + b); }
+inline float __fdiv_rn(float a, float b) { return fp8sm_emulated_gpu_nan(a / b); }
 
 // fmaxf and ldexpf are the C library's (<cmath> brings them into the global namespace).
 using std::isfinite;

@@ -60,10 +60,15 @@ void EmulatedDevice::launch(const std::string& entry, const LaunchShape& shape, 
   const auto it = kernels.find(entry);
   if (it == kernels.end()) throw std::logic_error("EmulatedDevice: no kernel " + entry);
   const emulation::HostKernel& kernel = it->second;
-  ++launches_;
+  ++launches_[entry];
   emulation::run_grid({shape.grid[0], shape.grid[1], shape.grid[2]}, {shape.block[0], shape.block[1], shape.block[2]},
                       [&] { kernel(args); });
   check_guards(entry);
+}
+
+std::size_t EmulatedDevice::launches(const std::string& entry) const {
+  const auto it = launches_.find(entry);
+  return it == launches_.end() ? 0 : it->second;
 }
 
 void EmulatedDevice::check_guards(const std::string& after) const {

@@ -29,7 +29,8 @@ class EmulatedDevice final : public Device {
   void upload(void* device, const void* host, std::size_t bytes) override;
   void download(void* host, const void* device, std::size_t bytes) override;
 
-  std::size_t launches() const { return launches_; }
+  // How many times `entry` was launched (tests: which kernel an operation chose).
+  std::size_t launches(const std::string& entry) const;
 
  protected:
   void launch(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const override;
@@ -38,7 +39,7 @@ class EmulatedDevice final : public Device {
   void check_guards(const std::string& after) const;
 
   std::map<const void*, std::size_t> live_;  // user pointer -> bytes
-  mutable std::size_t launches_ = 0;
+  mutable std::map<std::string, std::size_t> launches_;
 };
 
 }  // namespace fp8sm::kernels::cuda
