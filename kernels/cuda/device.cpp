@@ -20,11 +20,15 @@ LaunchShape elementwise(std::size_t count) {
   return shape;
 }
 
+bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
+
 }  // namespace
 
 const std::vector<std::pair<std::string, std::vector<std::string>>>& Device::entry_points() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> entries = {
-      {"cast.cu", {"fp8sm_cast_f32_e4m3", "fp8sm_cast_f32_e5m2", "fp8sm_cast_bf16_e4m3", "fp8sm_cast_bf16_e5m2"}},
+      {"cast.cu",
+       {"fp8sm_cast_f32_e4m3", "fp8sm_cast_f32_e5m2", "fp8sm_cast_bf16_e4m3", "fp8sm_cast_bf16_e5m2",
+        "fp8sm_cast_vec_f32_e4m3", "fp8sm_cast_vec_f32_e5m2", "fp8sm_cast_vec_bf16_e4m3", "fp8sm_cast_vec_bf16_e5m2"}},
       {"cast_transpose.cu",
        {"fp8sm_cast_transpose_f32_e4m3", "fp8sm_cast_transpose_f32_e5m2", "fp8sm_cast_transpose_bf16_e4m3",
         "fp8sm_cast_transpose_bf16_e5m2", "fp8sm_cast_transpose_vec_f32_e4m3", "fp8sm_cast_transpose_vec_f32_e5m2",
@@ -37,19 +41,29 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& Device::ent
   return entries;
 }
 
+bool Device::takes_vectorized_cast(const void* in, bool bf16, std::size_t count, const std::uint8_t* out) const {
+  return vectorized_ && count % 4 == 0 && aligned(in, bf16 ? 8 : 16) && aligned(out, 4);
+}
+
 void Device::cast(const void* in, bool bf16, std::size_t count, float scale, Format format, std::uint8_t* out,
                   float* amax, void* stream) const {
   if (count == 0) return;
-  unsigned long long n = count;
-  void* args[] = {&in, &n, &scale, &out, &amax};
-  launch(std::string("fp8sm_cast_") + (bf16 ? "bf16_" : "f32_") + suffix(format), elementwise(count), args, stream);
+  const std::string kind = std::string(bf16 ? "bf16_" : "f32_") + suffix(format);
+  if (takes_vectorized_cast(in, bf16, count, out)) {
+    unsigned long long groups = count / 4;
+    void* args[] = {&in, &groups, &scale, &out, &amax};
+    launch("fp8sm_cast_vec_" + kind, elementwise(groups), args, stream);
+  } else {
+    unsigned long long n = count;
+    void* args[] = {&in, &n, &scale, &out, &amax};
+    launch("fp8sm_cast_" + kind, elementwise(count), args, stream);
+  }
 }
 
 bool Device::takes_vectorized_cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols,
                                              const std::uint8_t* out, const std::uint8_t* out_t) const {
-  auto aligned = [](const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
   // Every row of `in` starts at a multiple of 4 elements, of `out` / `out_t` at a 4-byte word.
-  return vectorized_cast_transpose_ && rows % 4 == 0 && cols % 4 == 0 && rows <= 65535u * 64u &&
+  return vectorized_ && rows % 4 == 0 && cols % 4 == 0 && rows <= 65535u * 64u &&
          aligned(in, bf16 ? 8 : 16) && aligned(out, 4) && aligned(out_t, 4);
 }
 

@@ -33,17 +33,18 @@ class Device {
   virtual void upload(void* device, const void* host, std::size_t bytes) = 0;
   virtual void download(void* host, const void* device, std::size_t bytes) = 0;
 
-  // `in` holds float32, or bf16 bit patterns when `bf16`. `amax` points to one float.
+  // `in` holds float32, or bf16 bit patterns when `bf16`. `amax` points to one float. Both
+  // casts take their vectorized kernel (4 values a thread) where the count or shape and the
+  // pointers' alignment allow it (takes_vectorized_*), else the kernel for any shape.
   void cast(const void* in, bool bf16, std::size_t count, float scale, Format format, std::uint8_t* out, float* amax,
             void* stream = nullptr) const;
-  // The vectorized kernel where the shape and the pointers allow it (rows and cols multiples of
-  // 4, aligned rows: takes_vectorized_cast_transpose), else the one for any shape.
   void cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols, float scale, Format format,
                       std::uint8_t* out, std::uint8_t* out_t, float* amax, void* stream = nullptr) const;
+  bool takes_vectorized_cast(const void* in, bool bf16, std::size_t count, const std::uint8_t* out) const;
   bool takes_vectorized_cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols,
                                        const std::uint8_t* out, const std::uint8_t* out_t) const;
-  // Off: every cast-transpose takes the kernel for any shape (the benchmark compares the two).
-  void set_vectorized_cast_transpose(bool on) { vectorized_cast_transpose_ = on; }
+  // Off: every cast takes the kernel for any shape (the tests and the benchmark compare the two).
+  void set_vectorized(bool on) { vectorized_ = on; }
   void dequantize(const std::uint8_t* in, std::size_t count, Format format, float scale_inv, float* out,
                   void* stream = nullptr) const;
   // c (m x n) = A (m x k codes) B (n x k codes)ᵀ dequantized, in kernels::gemm_tn's exact order.
@@ -74,7 +75,7 @@ class Device {
   virtual void launch(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const = 0;
 
  private:
-  bool vectorized_cast_transpose_ = true;
+  bool vectorized_ = true;
 };
 
 }  // namespace fp8sm::kernels::cuda

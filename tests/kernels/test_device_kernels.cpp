@@ -98,7 +98,7 @@ std::string what(Format format, bool bf16, std::size_t rows, std::size_t cols, b
 TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {
   Device& d = device();
   for (bool vectorized : {true, false}) {
-  d.set_vectorized_cast_transpose(vectorized);
+  d.set_vectorized(vectorized);
   for (Format format : {Format::E4M3, Format::E5M2}) {
     for (bool bf16 : {false, true}) {
       for (const auto& [rows, cols] : kShapes) {
@@ -122,9 +122,7 @@ TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {
           DeviceBuffer<float> d_amax(d, std::vector<float>{0.0f}), d_cast_amax(d, std::vector<float>{0.0f});
           d.cast_transpose(in, bf16, rows, cols, scale, format, d_out.get(), d_out_t.get(), d_amax.get());
           d.cast(in, bf16, n, scale, format, d_cast.get(), d_cast_amax.get());
-          const std::string label = what(format, bf16, rows, cols, with_nan) +
-                                    (d.takes_vectorized_cast_transpose(in, bf16, rows, cols, d_out.get(), d_out_t.get())
-                                         ? " vectorized" : "");
+          const std::string label = what(format, bf16, rows, cols, with_nan) + (vectorized ? " vectorized" : "");
           EXPECT_EQ(d_out.download(), out) << label;
           EXPECT_EQ(d_out_t.download(), out_t) << label;
           EXPECT_EQ(bits(d_amax.download()[0]), bits(amax)) << label;
@@ -135,11 +133,11 @@ TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {
     }
   }
   }
-  d.set_vectorized_cast_transpose(true);
+  d.set_vectorized(true);
 }
 
-// The vectorized cast-transpose is taken exactly where rows, cols and the rows' alignment allow.
-TEST_F(DeviceKernelsTest, TheVectorizedCastTransposeWhereItApplies) {
+// The vectorized kernels are taken exactly where the shape and the alignment allow.
+TEST_F(DeviceKernelsTest, TheVectorizedKernelsWhereTheyApply) {
   Device& d = device();
   DeviceBuffer<float> in(d, 16 * 20 + 4);
   DeviceBuffer<std::uint16_t> in_bf16(d, 16 * 20 + 4);
@@ -152,9 +150,15 @@ TEST_F(DeviceKernelsTest, TheVectorizedCastTransposeWhereItApplies) {
   EXPECT_FALSE(d.takes_vectorized_cast_transpose(in_bf16.get() + 2, true, 16, 20, out.get(), out_t.get()));
   EXPECT_FALSE(d.takes_vectorized_cast_transpose(in.get(), false, 16, 20, out.get() + 2, out_t.get()));
   EXPECT_FALSE(d.takes_vectorized_cast_transpose(in.get(), false, 16, 20, out.get(), out_t.get() + 1));
-  d.set_vectorized_cast_transpose(false);
+  EXPECT_TRUE(d.takes_vectorized_cast(in.get(), false, 320, out.get()));
+  EXPECT_TRUE(d.takes_vectorized_cast(in_bf16.get(), true, 320, out.get()));
+  EXPECT_FALSE(d.takes_vectorized_cast(in.get(), false, 322, out.get()));
+  EXPECT_FALSE(d.takes_vectorized_cast(in.get() + 2, false, 320, out.get()));
+  EXPECT_FALSE(d.takes_vectorized_cast(in.get(), false, 320, out.get() + 1));
+  d.set_vectorized(false);
   EXPECT_FALSE(d.takes_vectorized_cast_transpose(in.get(), false, 16, 20, out.get(), out_t.get()));
-  d.set_vectorized_cast_transpose(true);
+  EXPECT_FALSE(d.takes_vectorized_cast(in.get(), false, 320, out.get()));
+  d.set_vectorized(true);
 #ifndef FP8SM_TEST_ON_GPU
   // And the emulation saw the launch it chose.
   auto& emulated = static_cast<EmulatedDevice&>(d);
@@ -162,6 +166,9 @@ TEST_F(DeviceKernelsTest, TheVectorizedCastTransposeWhereItApplies) {
   DeviceBuffer<float> amax(d, 1);
   d.cast_transpose(in.get(), false, 16, 20, 1.0f, Format::E4M3, out.get(), out_t.get(), amax.get());
   EXPECT_EQ(emulated.launches("fp8sm_cast_transpose_vec_f32_e4m3"), before + 1);
+  const std::size_t casts = emulated.launches("fp8sm_cast_vec_f32_e4m3");
+  d.cast(in.get(), false, 320, 1.0f, Format::E4M3, out.get(), amax.get());
+  EXPECT_EQ(emulated.launches("fp8sm_cast_vec_f32_e4m3"), casts + 1);
 #endif
 }
 
