@@ -133,8 +133,9 @@ void Device::scale_update(float* const* histories, float* const* scales, const f
   int unfused = recipe.path == UpdatePath::Unfused ? 1 : 0;
   void* args[] = {&histories, &scales, &reduced, &slot_begin, &tensors, &history_length,
                   &constants.fp8_max, &constants.scaled_max, &constants.margin_divisor, &most_recent, &unfused};
+  // One warp per slot (scale_update.cu), 8 warps a block.
   LaunchShape shape;
-  shape.grid[0] = (total_slots + 255) / 256;
+  shape.grid[0] = static_cast<unsigned>((std::uint64_t{total_slots} * 32 + 255) / 256);
   shape.block[0] = 256;
   launch("fp8sm_scale_update", shape, args, stream);
 }

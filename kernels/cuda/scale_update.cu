@@ -1,20 +1,36 @@
 // The amax-history/scale update of one registry key (kernels/scale_update.cpp, spec §6 steps
-// 3 and 4), every tensor of the key in one launch: one thread per slot of all tensors
-// together. Tensor t's history is L x slots_t row-major at histories[t] (row 0 current), its
-// scales at scales[t]; reduced[] holds the key's amaxes in tensor order, and slot_begin[t] the
-// index of tensor t's first slot there (slot_begin[tensors] = the total).
+// 3 and 4), every tensor of the key in one launch. Tensor t's history is L x slots_t row-major
+// at histories[t] (row 0 current), its scales at scales[t]; reduced[] holds the key's amaxes in
+// tensor order, and slot_begin[t] the index of tensor t's first slot there (slot_begin[tensors]
+// = the total).
+//
+// One warp per slot: the lanes take the history rows 32 apart, so a slot's L loads are in flight
+// together rather than one after another (L is 1024 by default in TE). Each pass of up to 32 x
+// 32 rows is read whole before any of it is written, so the roll (row r - 1 := row r) never
+// reads a row already overwritten. The maximum over the history is order-free (fmaxf, or the
+// unfused path's NaN-propagating max), so the warp's order gives the reference's scale.
 #include "fp8_device.cuh"
 
 #define FP8SM_FLT_MAX 3.402823466e+38f
+#define FP8SM_WARP 32
+#define FP8SM_ROWS_PER_LANE 32  // rows a lane holds in one pass
 
 __device__ __forceinline__ bool fp8sm_usable(float amax) { return isfinite(amax) && amax > 0.0f; }
+__device__ __forceinline__ float fp8sm_nan() { return __int_as_float(0x7FC00000); }
+
+// The unfused path's maximum: NaN if either is NaN.
+__device__ __forceinline__ float fp8sm_max_propagating_nan(float a, float b) {
+  if (isnan(a) || isnan(b)) return fp8sm_nan();
+  return b > a ? b : a;
+}
 
 extern "C" __global__ void fp8sm_scale_update(float* const* histories, float* const* scales, const float* reduced,
                                               const unsigned* slot_begin, unsigned tensors, unsigned history_length,
                                               float fp8_max, float scaled_max, float margin_divisor,
                                               int most_recent, int unfused) {
-  const unsigned index = blockIdx.x * blockDim.x + threadIdx.x;
-  if (index >= slot_begin[tensors]) return;
+  const unsigned index = (blockIdx.x * blockDim.x + threadIdx.x) / FP8SM_WARP;  // the slot of this warp
+  const unsigned lane = threadIdx.x % FP8SM_WARP;
+  if (index >= slot_begin[tensors]) return;  // the whole warp: blockDim.x is a multiple of 32
   unsigned lo = 0, hi = tensors;  // the tensor whose slots hold `index`: slot_begin[t] <= index < slot_begin[t+1]
   while (hi - lo > 1) {
     const unsigned mid = (lo + hi) / 2;
@@ -27,34 +43,52 @@ extern "C" __global__ void fp8sm_scale_update(float* const* histories, float* co
   const unsigned L = history_length;
   const float r = reduced[index];
   const float previous = scales[t][slot];
+
+  // Fused: the newest amax is the reduced one, or the history's current one where that is 0,
+  // and a zero newest amax leaves the history as it is. Unfused: always the reduced one, always
+  // rolled. Lane 0 starts the maximum with it; fmaxf ignores NaN, so NaN is its identity.
+  const float last = unfused ? r : (r != 0.0f ? r : h[0]);  // NaN != 0
+  const bool roll = unfused || last != 0.0f;
+  float amax = unfused ? (lane == 0 ? r : -__int_as_float(0x7F800000)) : (lane == 0 ? last : fp8sm_nan());
+  if (roll) {
+    for (unsigned first = 1; first < L; first += FP8SM_WARP * FP8SM_ROWS_PER_LANE) {
+      float held[FP8SM_ROWS_PER_LANE];
+      FP8SM_UNROLL
+      for (unsigned k = 0; k < FP8SM_ROWS_PER_LANE; ++k) {  // the loads first, all in flight
+        const unsigned row = first + lane + k * FP8SM_WARP;
+        if (row < L) held[k] = h[row * slots];
+      }
+      FP8SM_UNROLL
+      for (unsigned k = 0; k < FP8SM_ROWS_PER_LANE; ++k) {
+        if (first + lane + k * FP8SM_WARP < L) {
+          amax = unfused ? fp8sm_max_propagating_nan(amax, held[k]) : fmaxf(amax, held[k]);
+        }
+      }
+      __syncwarp();  // every lane has read this pass before any writes into it
+      FP8SM_UNROLL
+      for (unsigned k = 0; k < FP8SM_ROWS_PER_LANE; ++k) {
+        const unsigned row = first + lane + k * FP8SM_WARP;
+        if (row >= 2 && row < L) h[(row - 1) * slots] = held[k];  // rows 1 .. L-2 move up
+      }
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const float other = __shfl_down_sync(0xFFFFFFFFu, amax, offset);
+      amax = unfused ? fp8sm_max_propagating_nan(amax, other) : fmaxf(amax, other);
+    }
+  }
+  if (lane != 0) return;
+  if (roll) {
+    h[(L - 1) * slots] = last;  // L == 1: row 0 is the last row, and then the current one
+    h[0] = 0.0f;
+  } else {
+    amax = 0.0f;
+  }
+  if (most_recent) amax = last;
   float scale;
   if (!unfused) {
-    const float last = r != 0.0f ? r : h[0];  // NaN != 0
-    float amax = 0.0f;
-    if (last != 0.0f) {
-      amax = last;
-      for (unsigned row = 1; row < L; ++row) amax = fmaxf(amax, h[row * slots]);
-      for (unsigned row = 1; row + 1 < L; ++row) h[row * slots] = h[(row + 1) * slots];
-      h[(L - 1) * slots] = last;
-      h[0] = 0.0f;
-    }
-    if (most_recent) amax = last;
     scale = fp8sm_usable(amax) ? __fdiv_rn(scaled_max, amax) : previous;
     if (scale == __int_as_float(0x7F800000)) scale = FP8SM_FLT_MAX;
   } else {
-    h[0] = r;
-    float amax = h[0];
-    if (!most_recent) {
-      for (unsigned row = 1; row < L; ++row) {
-        const float v = h[row * slots];
-        if (isnan(amax) || isnan(v)) { amax = __int_as_float(0x7FC00000); break; }
-        if (v > amax) amax = v;
-      }
-    }
-    const float newest = h[0];
-    for (unsigned row = 1; row + 1 < L; ++row) h[row * slots] = h[(row + 1) * slots];
-    h[(L - 1) * slots] = newest;
-    h[0] = 0.0f;
     scale = fp8sm_usable(amax) ? __fdiv_rn(__fdiv_rn(fp8_max, amax), margin_divisor) : previous;
     if (isinf(scale)) scale = FP8SM_FLT_MAX;
   }

@@ -67,9 +67,9 @@ std::vector<float> inputs(std::size_t count, std::uint64_t seed) {
 
 // 1 x 1 up to several tiles, with every kind of partial edge tile: for the kernel for any shape
 // (32 x 32 tiles), and, where rows and cols are multiples of 4, for the vectorized one (64 x 64).
-const std::pair<std::size_t, std::size_t> kShapes[] = {{1, 1},   {1, 33},   {31, 17},   {32, 32},   {33, 1},
-                                                       {64, 96}, {100, 257}, {1023, 129}, {4, 4},    {8, 132},
-                                                       {68, 4},  {100, 260}, {192, 256}, {260, 72}};
+const std::pair<std::size_t, std::size_t> kShapes[] = {{1, 1},   {1, 33},    {31, 17},    {32, 32}, {33, 1},
+                                                       {64, 96}, {100, 257}, {1023, 129}, {4, 4},   {8, 132},
+                                                       {68, 4},  {100, 260}, {192, 256},  {260, 72}};
 
 // The input as the kernels take it: float32, or the bf16 bit patterns of those values rounded
 // to bf16 (by truncation: any pattern will do, the reference gets the same ones).
@@ -98,40 +98,40 @@ std::string what(Format format, bool bf16, std::size_t rows, std::size_t cols, b
 TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {
   Device& d = device();
   for (bool vectorized : {true, false}) {
-  d.set_vectorized(vectorized);
-  for (Format format : {Format::E4M3, Format::E5M2}) {
-    for (bool bf16 : {false, true}) {
-      for (const auto& [rows, cols] : kShapes) {
-        for (bool with_nan : {false, true}) {
-          const Input x = input(rows * cols, rows * 131 + cols, with_nan);
-          const std::size_t n = x.f32.size();
-          const float scale = 3.5f;
-          std::vector<std::uint8_t> out(n), out_t(n), cast_out(n);
-          float amax = 0.0f, cast_amax = 0.0f;
-          if (bf16) {
-            cast_transpose_to_fp8(x.bf16.data(), rows, cols, scale, format, out.data(), out_t.data(), amax);
-            cast_to_fp8(x.bf16.data(), n, scale, format, cast_out.data(), cast_amax);
-          } else {
-            cast_transpose_to_fp8(x.f32.data(), rows, cols, scale, format, out.data(), out_t.data(), amax);
-            cast_to_fp8(x.f32.data(), n, scale, format, cast_out.data(), cast_amax);
+    d.set_vectorized(vectorized);
+    for (Format format : {Format::E4M3, Format::E5M2}) {
+      for (bool bf16 : {false, true}) {
+        for (const auto& [rows, cols] : kShapes) {
+          for (bool with_nan : {false, true}) {
+            const Input x = input(rows * cols, rows * 131 + cols, with_nan);
+            const std::size_t n = x.f32.size();
+            const float scale = 3.5f;
+            std::vector<std::uint8_t> out(n), out_t(n), cast_out(n);
+            float amax = 0.0f, cast_amax = 0.0f;
+            if (bf16) {
+              cast_transpose_to_fp8(x.bf16.data(), rows, cols, scale, format, out.data(), out_t.data(), amax);
+              cast_to_fp8(x.bf16.data(), n, scale, format, cast_out.data(), cast_amax);
+            } else {
+              cast_transpose_to_fp8(x.f32.data(), rows, cols, scale, format, out.data(), out_t.data(), amax);
+              cast_to_fp8(x.f32.data(), n, scale, format, cast_out.data(), cast_amax);
+            }
+            DeviceBuffer<float> d_f32(d, x.f32);
+            DeviceBuffer<std::uint16_t> d_bf16(d, x.bf16_bits);
+            const void* in = bf16 ? static_cast<const void*>(d_bf16.get()) : static_cast<const void*>(d_f32.get());
+            DeviceBuffer<std::uint8_t> d_out(d, n), d_out_t(d, n), d_cast(d, n);
+            DeviceBuffer<float> d_amax(d, std::vector<float>{0.0f}), d_cast_amax(d, std::vector<float>{0.0f});
+            d.cast_transpose(in, bf16, rows, cols, scale, format, d_out.get(), d_out_t.get(), d_amax.get());
+            d.cast(in, bf16, n, scale, format, d_cast.get(), d_cast_amax.get());
+            const std::string label = what(format, bf16, rows, cols, with_nan) + (vectorized ? " vectorized" : "");
+            EXPECT_EQ(d_out.download(), out) << label;
+            EXPECT_EQ(d_out_t.download(), out_t) << label;
+            EXPECT_EQ(bits(d_amax.download()[0]), bits(amax)) << label;
+            EXPECT_EQ(d_cast.download(), cast_out) << label;
+            EXPECT_EQ(bits(d_cast_amax.download()[0]), bits(cast_amax)) << label;
           }
-          DeviceBuffer<float> d_f32(d, x.f32);
-          DeviceBuffer<std::uint16_t> d_bf16(d, x.bf16_bits);
-          const void* in = bf16 ? static_cast<const void*>(d_bf16.get()) : static_cast<const void*>(d_f32.get());
-          DeviceBuffer<std::uint8_t> d_out(d, n), d_out_t(d, n), d_cast(d, n);
-          DeviceBuffer<float> d_amax(d, std::vector<float>{0.0f}), d_cast_amax(d, std::vector<float>{0.0f});
-          d.cast_transpose(in, bf16, rows, cols, scale, format, d_out.get(), d_out_t.get(), d_amax.get());
-          d.cast(in, bf16, n, scale, format, d_cast.get(), d_cast_amax.get());
-          const std::string label = what(format, bf16, rows, cols, with_nan) + (vectorized ? " vectorized" : "");
-          EXPECT_EQ(d_out.download(), out) << label;
-          EXPECT_EQ(d_out_t.download(), out_t) << label;
-          EXPECT_EQ(bits(d_amax.download()[0]), bits(amax)) << label;
-          EXPECT_EQ(d_cast.download(), cast_out) << label;
-          EXPECT_EQ(bits(d_cast_amax.download()[0]), bits(cast_amax)) << label;
         }
       }
     }
-  }
   }
   d.set_vectorized(true);
 }
@@ -266,8 +266,10 @@ std::vector<std::uint8_t> random_codes(std::size_t count, std::uint64_t seed, Fo
 TEST_F(DeviceKernelsTest, ReferenceGemmIsBitExactAndTheFastGemmWithinTolerance) {
   Device& d = device();
   const struct { std::size_t m, n, k; } shapes[] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {64, 48, 96}, {128, 256, 512}};
-  const std::pair<Format, Format> formats[] = {
-      {Format::E4M3, Format::E4M3}, {Format::E5M2, Format::E4M3}, {Format::E4M3, Format::E5M2}, {Format::E5M2, Format::E5M2}};
+  const std::pair<Format, Format> formats[] = {{Format::E4M3, Format::E4M3},
+                                               {Format::E5M2, Format::E4M3},
+                                               {Format::E4M3, Format::E5M2},
+                                               {Format::E5M2, Format::E5M2}};
   for (const auto& s : shapes) {
     for (const auto& [fa, fb] : formats) {
       const auto a = random_codes(s.m * s.k, s.m + s.k, fa);
@@ -283,7 +285,8 @@ TEST_F(DeviceKernelsTest, ReferenceGemmIsBitExactAndTheFastGemmWithinTolerance) 
 
       DeviceBuffer<float> d_sa(d, std::vector<float>{sa}), d_sb(d, std::vector<float>{sb});
       DeviceBuffer<float> d_fast(d, s.m * s.n);
-      const bool fast = d.gemm_tn_fast(d_a.get(), fa, d_sa.get(), d_b.get(), fb, d_sb.get(), s.m, s.n, s.k, d_fast.get());
+      const bool fast =
+          d.gemm_tn_fast(d_a.get(), fa, d_sa.get(), d_b.get(), fb, d_sb.get(), s.m, s.n, s.k, d_fast.get());
 #ifdef FP8SM_TEST_ON_GPU
       EXPECT_EQ(fast, CublasLtGemm::supports(s.m, s.n, s.k, fa, fb)) << s.m << "x" << s.n << "x" << s.k;
 #else
@@ -316,47 +319,54 @@ TEST_F(DeviceKernelsTest, ReferenceGemmIsBitExactAndTheFastGemmWithinTolerance) 
 
 TEST_F(DeviceKernelsTest, FusedAndUnfusedUpdatesOfManyTensorsInOneLaunch) {
   Device& d = device();
-  for (UpdatePath path : {UpdatePath::Fused, UpdatePath::Unfused}) {
-    for (AmaxComputeAlgo algo : {AmaxComputeAlgo::Max, AmaxComputeAlgo::MostRecent}) {
-      // About 600 slots: several blocks of 256 threads, tensors across block boundaries.
-      const std::size_t tensors = 300, length = 16;
-      std::mt19937_64 random(11);
-      std::vector<ScalingMeta> metas;
-      for (std::size_t t = 0; t < tensors; ++t) {
-        ScalingMeta m = ScalingMeta::fresh(length, 1 + t % 3);
-        for (float& h : m.amax_history) h = static_cast<float>(random() % 1000) / 100.0f;
-        m.amax(0, 0) = t % 7 == 0 ? 0.0f : m.amax(0, 0);  // a zero current amax
-        if (t == 5) m.amax(3, 0) = std::numeric_limits<float>::quiet_NaN();
-        metas.push_back(m);
-      }
-      std::vector<ScalingMeta> expected = metas;
-      std::vector<ScalingMeta*> pointers;
-      for (auto& m : expected) pointers.push_back(&m);
-      std::vector<float> reduced = current_amaxes(pointers);
-      reduced[4] = std::numeric_limits<float>::infinity();
-      const ScaleUpdateRecipe recipe{Format::E4M3, 1, algo, path};
-      update_scales(pointers, reduced, recipe);
+  // Histories of one row, of less than a warp's rows, of more, and of more than one pass of the
+  // kernel (32 x 32 rows a warp): the roll must cross every boundary.
+  for (std::size_t length : {1u, 2u, 16u, 33u, 1025u, 2100u}) {
+    for (UpdatePath path : {UpdatePath::Fused, UpdatePath::Unfused}) {
+      for (AmaxComputeAlgo algo : {AmaxComputeAlgo::Max, AmaxComputeAlgo::MostRecent}) {
+        // Short histories: about 600 slots, several blocks, tensors across block boundaries.
+        const std::size_t tensors = length <= 33 ? 300 : 12;
+        std::mt19937_64 random(11 + length);
+        std::vector<ScalingMeta> metas;
+        for (std::size_t t = 0; t < tensors; ++t) {
+          ScalingMeta m = ScalingMeta::fresh(length, 1 + t % 3);
+          for (float& h : m.amax_history) h = static_cast<float>(random() % 1000) / 100.0f;
+          m.amax(0, 0) = t % 7 == 0 ? 0.0f : m.amax(0, 0);  // a zero current amax
+          if (t == 5 && length > 3) m.amax(3, 0) = std::numeric_limits<float>::quiet_NaN();
+          if (t == 8) m.amax(length - 1, 0) = std::numeric_limits<float>::quiet_NaN();  // the oldest row
+          if (t == 9 && length > 1) m.amax(length / 2, 0) = 1e4f;                       // the maximum, mid-history
+          metas.push_back(m);
+        }
+        std::vector<ScalingMeta> expected = metas;
+        std::vector<ScalingMeta*> pointers;
+        for (auto& m : expected) pointers.push_back(&m);
+        std::vector<float> reduced = current_amaxes(pointers);
+        reduced[4] = std::numeric_limits<float>::infinity();
+        const ScaleUpdateRecipe recipe{Format::E4M3, 1, algo, path};
+        update_scales(pointers, reduced, recipe);
 
-      std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
-      std::vector<float*> history_pointers, scale_pointers;
-      std::vector<unsigned> slot_begin = {0};
-      for (const ScalingMeta& m : metas) {
-        histories.push_back(std::make_unique<DeviceBuffer<float>>(d, m.amax_history));
-        scales.push_back(std::make_unique<DeviceBuffer<float>>(d, m.scale));
-        history_pointers.push_back(histories.back()->get());
-        scale_pointers.push_back(scales.back()->get());
-        slot_begin.push_back(slot_begin.back() + static_cast<unsigned>(m.slots()));
-      }
-      DeviceBuffer<float*> d_histories(d, history_pointers), d_scales(d, scale_pointers);
-      DeviceBuffer<float> d_reduced(d, reduced);
-      DeviceBuffer<unsigned> d_begin(d, slot_begin);
-      d.scale_update(d_histories.get(), d_scales.get(), d_reduced.get(), d_begin.get(),
-                             static_cast<unsigned>(tensors), slot_begin.back(), static_cast<unsigned>(length), recipe);
-      for (std::size_t t = 0; t < tensors; ++t) {
-        const auto h = histories[t]->download();
-        const auto s = scales[t]->download();
-        for (std::size_t i = 0; i < h.size(); ++i) EXPECT_EQ(bits(h[i]), bits(expected[t].amax_history[i])) << t << " " << i;
-        for (std::size_t i = 0; i < s.size(); ++i) EXPECT_EQ(bits(s[i]), bits(expected[t].scale[i])) << t << " " << i;
+        std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
+        std::vector<float*> history_pointers, scale_pointers;
+        std::vector<unsigned> slot_begin = {0};
+        for (const ScalingMeta& m : metas) {
+          histories.push_back(std::make_unique<DeviceBuffer<float>>(d, m.amax_history));
+          scales.push_back(std::make_unique<DeviceBuffer<float>>(d, m.scale));
+          history_pointers.push_back(histories.back()->get());
+          scale_pointers.push_back(scales.back()->get());
+          slot_begin.push_back(slot_begin.back() + static_cast<unsigned>(m.slots()));
+        }
+        DeviceBuffer<float*> d_histories(d, history_pointers), d_scales(d, scale_pointers);
+        DeviceBuffer<float> d_reduced(d, reduced);
+        DeviceBuffer<unsigned> d_begin(d, slot_begin);
+        d.scale_update(d_histories.get(), d_scales.get(), d_reduced.get(), d_begin.get(),
+                       static_cast<unsigned>(tensors), slot_begin.back(), static_cast<unsigned>(length), recipe);
+        for (std::size_t t = 0; t < tensors; ++t) {
+          const auto h = histories[t]->download();
+          const auto s = scales[t]->download();
+          for (std::size_t i = 0; i < h.size(); ++i)
+            EXPECT_EQ(bits(h[i]), bits(expected[t].amax_history[i])) << t << " " << i;
+          for (std::size_t i = 0; i < s.size(); ++i) EXPECT_EQ(bits(s[i]), bits(expected[t].scale[i])) << t << " " << i;
+        }
       }
     }
   }

@@ -28,6 +28,7 @@
 #define FP8SM_EMULATION_STRING(x) #x
 #define FP8SM_EMULATION_SITE(line) __FILE__ ":" FP8SM_EMULATION_STRING(line)
 #define __syncthreads() ::fp8sm::kernels::cuda::emulation::sync_block(FP8SM_EMULATION_SITE(__LINE__))
+#define __syncwarp() ::fp8sm::kernels::cuda::emulation::sync_warp(FP8SM_EMULATION_SITE(__LINE__))
 #define __shfl_down_sync(mask, value, delta) fp8sm_emulated_shfl_down(mask, value, delta, FP8SM_EMULATION_SITE(__LINE__))
 
 template <class T>

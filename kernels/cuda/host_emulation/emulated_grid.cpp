@@ -79,7 +79,7 @@ std::string thread_name(const BlockRun& run, std::size_t linear) {
 
 std::string what_it_does(const Thread& t) {
   if (t.returned) return "has returned";
-  return std::string(t.waiting == Waiting::Block ? "waits at __syncthreads() at " : "waits at a warp shuffle at ") +
+  return std::string(t.waiting == Waiting::Block ? "waits at __syncthreads() at " : "waits at a warp barrier at ") +
          t.site;
 }
 
@@ -200,6 +200,7 @@ const Index3& block_dim() { return running_block().block; }
 const Index3& grid_dim() { return running_block().grid; }
 
 void sync_block(const char* site) { wait_at(Waiting::Block, site); }
+void sync_warp(const char* site) { wait_at(Waiting::Warp, site); }
 
 std::uint64_t shuffle_down(unsigned mask, std::uint64_t value, unsigned delta, const char* site) {
   BlockRun& run = running_block();

@@ -6,8 +6,8 @@
 // (the same in every run), so a missing barrier shows whichever thread it favours.
 //
 // It checks what CUDA leaves undefined: a __syncthreads() that not every thread of the block
-// reaches (one returned, or waits at another one) and a full-warp shuffle that not every lane
-// reaches end the launch with a KernelFault naming the threads and the source lines.
+// reaches (one returned, or waits at another one) and a __syncwarp() or full-warp shuffle that not
+// every lane reaches end the launch with a KernelFault naming the threads and the source lines.
 //
 // Not emulated: concurrency between blocks (they run in order), memory ordering beyond what
 // __syncthreads() gives, and timing. Shared memory is static storage reused by every block
@@ -44,6 +44,8 @@ const Index3& grid_dim();
 // __syncthreads() at `site` (a "file:line" literal): waits until every thread of the block is
 // at this same barrier.
 void sync_block(const char* site);
+// __syncwarp() at `site`: waits until every lane of this warp is at this same place.
+void sync_warp(const char* site);
 // __shfl_down_sync(mask, value, delta) at `site` on 64 bits: the value of lane (lane + delta)
 // of this warp, or this lane's own where that is past the warp. Every lane of the warp must be
 // at the same shuffle; only full-warp masks are supported.
