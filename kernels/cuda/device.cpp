@@ -63,22 +63,25 @@ void Device::cast(const void* in, bool bf16, std::size_t count, float scale, For
 bool Device::takes_vectorized_cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols,
                                              const std::uint8_t* out, const std::uint8_t* out_t) const {
   // Every row of `in` starts at a multiple of 4 elements, of `out` / `out_t` at a 4-byte word.
-  return vectorized_ && rows % 4 == 0 && cols % 4 == 0 && rows <= 65535u * 64u &&
+  return vectorized_ && rows % 4 == 0 && cols % 4 == 0 && rows <= 65535u * 64u && cols <= 0xFFFFFFFFu &&
          aligned(in, bf16 ? 8 : 16) && aligned(out, 4) && aligned(out_t, 4);
 }
 
 void Device::cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols, float scale,
                             Format format, std::uint8_t* out, std::uint8_t* out_t, float* amax, void* stream) const {
   if (rows == 0 || cols == 0) return;
-  if (rows > 65535u * 32u || cols > 0xFFFFFFFFu) {  // grid.y is at most 65535 blocks
-    throw std::invalid_argument("cast_transpose: more than 65535 x 32 rows or 2^32 columns");
+  const bool vectorized = takes_vectorized_cast_transpose(in, bf16, rows, cols, out, out_t);
+  // grid.y is at most 65535 tiles of 64 (vectorized) or 32 rows.
+  if ((!vectorized && rows > 65535u * 32u) || cols > 0xFFFFFFFFu) {
+    throw std::invalid_argument("cast_transpose: more than 65535 x 32 rows (65535 x 64 where rows and columns are "
+                                "multiples of 4) or 2^32 columns");
   }
   auto r = static_cast<unsigned>(rows);
   auto c = static_cast<unsigned>(cols);
   void* args[] = {&in, &r, &c, &scale, &out, &out_t, &amax};
   const std::string kind = std::string(bf16 ? "bf16_" : "f32_") + suffix(format);
   LaunchShape shape;
-  if (takes_vectorized_cast_transpose(in, bf16, rows, cols, out, out_t)) {
+  if (vectorized) {
     // One block per 64 x 64 tile, 16 x 16 threads (cast_transpose.cu).
     shape.grid[0] = (c + 63) / 64;
     shape.grid[1] = (r + 63) / 64;

@@ -172,6 +172,23 @@ TEST_F(DeviceKernelsTest, TheVectorizedKernelsWhereTheyApply) {
 #endif
 }
 
+// Shapes whose grid would pass CUDA's 65535 blocks in y are refused before anything runs (the
+// kernels are never reached, so the buffers can be small).
+TEST_F(DeviceKernelsTest, ShapesPastTheGridAreRefused) {
+  Device& d = device();
+  DeviceBuffer<float> in(d, 16), amax(d, 1), c(d, 16);
+  DeviceBuffer<std::uint8_t> out(d, 16), out_t(d, 16);
+  EXPECT_THROW(d.cast_transpose(in.get(), false, 65535u * 32u + 1, 1, 1.0f, Format::E4M3, out.get(), out_t.get(),
+                                amax.get()),
+               std::invalid_argument);
+  EXPECT_THROW(d.cast_transpose(in.get(), false, 65535u * 64u + 4, 4, 1.0f, Format::E4M3, out.get(), out_t.get(),
+                                amax.get()),
+               std::invalid_argument);
+  EXPECT_THROW(d.gemm_tn_reference(out.get(), Format::E4M3, 1.0f, out.get(), Format::E4M3, 1.0f, 65535u * 16u + 1, 1,
+                                   1, c.get()),
+               std::invalid_argument);
+}
+
 // Every conversion the kernels can make, through the cast kernel: evenly spread float32 bit
 // patterns and every pattern near each FP8 value and each midpoint between neighbours, both
 // signs, NaNs and infinities included. On a GPU of sm_89 or later this is what checks the
