@@ -24,6 +24,17 @@ struct Fp8Matrix {
   float scale_inv = 1.0f;
   std::vector<std::uint8_t> codes;       // rows x cols
   std::vector<std::uint8_t> transposed;  // cols x rows
+
+  // The shape of `x` in `format`, codes zero, scale_inv 1: what a backend's cast fills in.
+  static Fp8Matrix shaped_like(const Matrix& x, kernels::Format format) {
+    Fp8Matrix m;
+    m.rows = x.rows;
+    m.cols = x.cols;
+    m.format = format;
+    m.codes.resize(x.values.size());
+    m.transposed.resize(x.values.size());
+    return m;
+  }
 };
 
 class Backend {

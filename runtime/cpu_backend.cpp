@@ -12,12 +12,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
 
   Fp8Matrix cast_transpose(const Matrix& x, float scale, kernels::Format format, float& amax) override {
-    Fp8Matrix out;
-    out.rows = x.rows;
-    out.cols = x.cols;
-    out.format = format;
-    out.codes.resize(x.values.size());
-    out.transposed.resize(x.values.size());
+    Fp8Matrix out = Fp8Matrix::shaped_like(x, format);
     out.scale_inv = kernels::cast_transpose_to_fp8(x.values.data(), x.rows, x.cols, scale, format, out.codes.data(),
                                                    out.transposed.data(), amax);
     return out;

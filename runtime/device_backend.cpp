@@ -29,12 +29,7 @@ class DeviceBackend final : public Backend {
   std::string name() const override { return name_; }
 
   Fp8Matrix cast_transpose(const Matrix& x, float scale, kernels::Format format, float& amax) override {
-    Fp8Matrix out;
-    out.rows = x.rows;
-    out.cols = x.cols;
-    out.format = format;
-    out.codes.resize(x.values.size());
-    out.transposed.resize(x.values.size());
+    Fp8Matrix out = Fp8Matrix::shaped_like(x, format);
     const std::size_t n = x.values.size();
     kernels::cuda::Device& d = *device_;
     DeviceBuffer<float> d_x(d, x.values), d_amax(d, std::vector<float>{amax});

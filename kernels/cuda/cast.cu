@@ -20,16 +20,13 @@ __device__ void fp8sm_cast(const In* in, unsigned long long count, float scale, 
   if ((threadIdx.x & 31) == 0 && key != 0) atomicMax((int*)amax, key);
 }
 
-struct alignas(16) fp8sm_cast_f32x4 {
-  float v[4];
-};
-struct alignas(8) fp8sm_cast_bf16x4 {
-  fp8sm_u16 v[4];
-};
-
-template <typename Four, int Format>
-__device__ void fp8sm_cast_vec(const Four* __restrict__ in, unsigned long long groups, float scale,
-                               fp8sm_u32* __restrict__ out, float* amax) {
+template <typename In, int Format>
+__device__ void fp8sm_cast_vec(const In* __restrict__ in_values, unsigned long long count, float scale,
+                               fp8sm_u8* __restrict__ out_codes, float* amax) {
+  typedef typename fp8sm_four<In>::type Four;
+  const Four* in = reinterpret_cast<const Four*>(in_values);
+  fp8sm_u32* out = reinterpret_cast<fp8sm_u32*>(out_codes);
+  const unsigned long long groups = count / 4;  // count % 4 == 0
   int key = 0;
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long g = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride) {
@@ -48,31 +45,10 @@ __device__ void fp8sm_cast_vec(const Four* __restrict__ in, unsigned long long g
   if ((threadIdx.x & 31) == 0 && key != 0) atomicMax((int*)amax, key);
 }
 
-extern "C" __global__ void fp8sm_cast_f32_e4m3(const float* in, unsigned long long n, float scale, fp8sm_u8* out, float* amax) {
-  fp8sm_cast<float, FP8SM_E4M3>(in, n, scale, out, amax);
-}
-extern "C" __global__ void fp8sm_cast_f32_e5m2(const float* in, unsigned long long n, float scale, fp8sm_u8* out, float* amax) {
-  fp8sm_cast<float, FP8SM_E5M2>(in, n, scale, out, amax);
-}
-extern "C" __global__ void fp8sm_cast_bf16_e4m3(const fp8sm_u16* in, unsigned long long n, float scale, fp8sm_u8* out, float* amax) {
-  fp8sm_cast<fp8sm_u16, FP8SM_E4M3>(in, n, scale, out, amax);
-}
-extern "C" __global__ void fp8sm_cast_bf16_e5m2(const fp8sm_u16* in, unsigned long long n, float scale, fp8sm_u8* out, float* amax) {
-  fp8sm_cast<fp8sm_u16, FP8SM_E5M2>(in, n, scale, out, amax);
-}
-extern "C" __global__ void fp8sm_cast_vec_f32_e4m3(const fp8sm_cast_f32x4* in, unsigned long long groups, float scale,
-                                                   fp8sm_u32* out, float* amax) {
-  fp8sm_cast_vec<fp8sm_cast_f32x4, FP8SM_E4M3>(in, groups, scale, out, amax);
-}
-extern "C" __global__ void fp8sm_cast_vec_f32_e5m2(const fp8sm_cast_f32x4* in, unsigned long long groups, float scale,
-                                                   fp8sm_u32* out, float* amax) {
-  fp8sm_cast_vec<fp8sm_cast_f32x4, FP8SM_E5M2>(in, groups, scale, out, amax);
-}
-extern "C" __global__ void fp8sm_cast_vec_bf16_e4m3(const fp8sm_cast_bf16x4* in, unsigned long long groups,
-                                                    float scale, fp8sm_u32* out, float* amax) {
-  fp8sm_cast_vec<fp8sm_cast_bf16x4, FP8SM_E4M3>(in, groups, scale, out, amax);
-}
-extern "C" __global__ void fp8sm_cast_vec_bf16_e5m2(const fp8sm_cast_bf16x4* in, unsigned long long groups,
-                                                    float scale, fp8sm_u32* out, float* amax) {
-  fp8sm_cast_vec<fp8sm_cast_bf16x4, FP8SM_E5M2>(in, groups, scale, out, amax);
-}
+// The entry points: float32 or bf16 input x E4M3 or E5M2, for each kernel.
+#define FP8SM_CAST_ENTRY(NAME, KERNEL, IN, FORMAT)                                                           \
+  extern "C" __global__ void NAME(const IN* in, unsigned long long n, float scale, fp8sm_u8* out, float* amax) { \
+    KERNEL<IN, FORMAT>(in, n, scale, out, amax);                                                               \
+  }
+FP8SM_ENTRY_POINTS(FP8SM_CAST_ENTRY, fp8sm_cast, fp8sm_cast)
+FP8SM_ENTRY_POINTS(FP8SM_CAST_ENTRY, fp8sm_cast_vec, fp8sm_cast_vec)

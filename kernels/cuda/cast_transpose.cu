@@ -48,24 +48,6 @@ __device__ void fp8sm_cast_transpose(const In* in, unsigned rows, unsigned cols,
 #define FP8SM_VEC_TILE 64
 #define FP8SM_VEC_THREADS 16  // per dimension: 16 x 16 threads, 4 elements each across a row
 
-// Four consecutive inputs, loaded with one access.
-struct alignas(16) fp8sm_f32x4 {
-  float v[4];
-};
-struct alignas(8) fp8sm_bf16x4 {
-  fp8sm_u16 v[4];
-};
-template <typename In>
-struct fp8sm_four;
-template <>
-struct fp8sm_four<float> {
-  typedef fp8sm_f32x4 type;
-};
-template <>
-struct fp8sm_four<fp8sm_u16> {
-  typedef fp8sm_bf16x4 type;
-};
-
 template <typename In, int Format>
 __device__ void fp8sm_cast_transpose_vec(const In* __restrict__ in, unsigned rows, unsigned cols, float scale,
                                          fp8sm_u8* __restrict__ out, fp8sm_u8* __restrict__ out_t, float* amax) {
@@ -121,35 +103,11 @@ __device__ void fp8sm_cast_transpose_vec(const In* __restrict__ in, unsigned row
   if ((threadIdx.x + threadIdx.y * blockDim.x) % 32 == 0 && key != 0) atomicMax((int*)amax, key);
 }
 
-extern "C" __global__ void fp8sm_cast_transpose_f32_e4m3(const float* in, unsigned rows, unsigned cols, float scale,
-                                                         fp8sm_u8* out, fp8sm_u8* out_t, float* amax) {
-  fp8sm_cast_transpose<float, FP8SM_E4M3>(in, rows, cols, scale, out, out_t, amax);
-}
-extern "C" __global__ void fp8sm_cast_transpose_f32_e5m2(const float* in, unsigned rows, unsigned cols, float scale,
-                                                         fp8sm_u8* out, fp8sm_u8* out_t, float* amax) {
-  fp8sm_cast_transpose<float, FP8SM_E5M2>(in, rows, cols, scale, out, out_t, amax);
-}
-extern "C" __global__ void fp8sm_cast_transpose_bf16_e4m3(const fp8sm_u16* in, unsigned rows, unsigned cols, float scale,
-                                                          fp8sm_u8* out, fp8sm_u8* out_t, float* amax) {
-  fp8sm_cast_transpose<fp8sm_u16, FP8SM_E4M3>(in, rows, cols, scale, out, out_t, amax);
-}
-extern "C" __global__ void fp8sm_cast_transpose_bf16_e5m2(const fp8sm_u16* in, unsigned rows, unsigned cols, float scale,
-                                                          fp8sm_u8* out, fp8sm_u8* out_t, float* amax) {
-  fp8sm_cast_transpose<fp8sm_u16, FP8SM_E5M2>(in, rows, cols, scale, out, out_t, amax);
-}
-extern "C" __global__ void fp8sm_cast_transpose_vec_f32_e4m3(const float* in, unsigned rows, unsigned cols, float scale,
-                                                             fp8sm_u8* out, fp8sm_u8* out_t, float* amax) {
-  fp8sm_cast_transpose_vec<float, FP8SM_E4M3>(in, rows, cols, scale, out, out_t, amax);
-}
-extern "C" __global__ void fp8sm_cast_transpose_vec_f32_e5m2(const float* in, unsigned rows, unsigned cols, float scale,
-                                                             fp8sm_u8* out, fp8sm_u8* out_t, float* amax) {
-  fp8sm_cast_transpose_vec<float, FP8SM_E5M2>(in, rows, cols, scale, out, out_t, amax);
-}
-extern "C" __global__ void fp8sm_cast_transpose_vec_bf16_e4m3(const fp8sm_u16* in, unsigned rows, unsigned cols,
-                                                              float scale, fp8sm_u8* out, fp8sm_u8* out_t, float* amax) {
-  fp8sm_cast_transpose_vec<fp8sm_u16, FP8SM_E4M3>(in, rows, cols, scale, out, out_t, amax);
-}
-extern "C" __global__ void fp8sm_cast_transpose_vec_bf16_e5m2(const fp8sm_u16* in, unsigned rows, unsigned cols,
-                                                              float scale, fp8sm_u8* out, fp8sm_u8* out_t, float* amax) {
-  fp8sm_cast_transpose_vec<fp8sm_u16, FP8SM_E5M2>(in, rows, cols, scale, out, out_t, amax);
-}
+// The entry points: float32 or bf16 input x E4M3 or E5M2, for each kernel.
+#define FP8SM_CAST_TRANSPOSE_ENTRY(NAME, KERNEL, IN, FORMAT)                                             \
+  extern "C" __global__ void NAME(const IN* in, unsigned rows, unsigned cols, float scale, fp8sm_u8* out, \
+                                  fp8sm_u8* out_t, float* amax) {                                        \
+    KERNEL<IN, FORMAT>(in, rows, cols, scale, out, out_t, amax);                                          \
+  }
+FP8SM_ENTRY_POINTS(FP8SM_CAST_TRANSPOSE_ENTRY, fp8sm_cast_transpose, fp8sm_cast_transpose)
+FP8SM_ENTRY_POINTS(FP8SM_CAST_TRANSPOSE_ENTRY, fp8sm_cast_transpose_vec, fp8sm_cast_transpose_vec)

@@ -49,13 +49,11 @@ void Device::cast(const void* in, bool bf16, std::size_t count, float scale, For
                   float* amax, void* stream) const {
   if (count == 0) return;
   const std::string kind = std::string(bf16 ? "bf16_" : "f32_") + suffix(format);
+  unsigned long long n = count;
+  void* args[] = {&in, &n, &scale, &out, &amax};
   if (takes_vectorized_cast(in, bf16, count, out)) {
-    unsigned long long groups = count / 4;
-    void* args[] = {&in, &groups, &scale, &out, &amax};
-    launch("fp8sm_cast_vec_" + kind, elementwise(groups), args, stream);
+    launch("fp8sm_cast_vec_" + kind, elementwise(count / 4), args, stream);  // a thread per 4 values
   } else {
-    unsigned long long n = count;
-    void* args[] = {&in, &n, &scale, &out, &amax};
     launch("fp8sm_cast_" + kind, elementwise(count), args, stream);
   }
 }

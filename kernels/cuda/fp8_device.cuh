@@ -10,6 +10,14 @@ typedef unsigned char fp8sm_u8;
 #define FP8SM_E4M3 0
 #define FP8SM_E5M2 1
 
+// ENTRY(NAME_<input>_<format>, KERNEL, In, Format) for the four entry points of a cast kernel:
+// float32 or bf16 input, E4M3 or E5M2 output.
+#define FP8SM_ENTRY_POINTS(ENTRY, NAME, KERNEL)            \
+  ENTRY(NAME##_f32_e4m3, KERNEL, float, FP8SM_E4M3)      \
+  ENTRY(NAME##_f32_e5m2, KERNEL, float, FP8SM_E5M2)      \
+  ENTRY(NAME##_bf16_e4m3, KERNEL, fp8sm_u16, FP8SM_E4M3) \
+  ENTRY(NAME##_bf16_e5m2, KERNEL, fp8sm_u16, FP8SM_E5M2)
+
 // Unroll the loop that follows where the CUDA compiler reads the kernels (NVRTC, nvcc); nothing
 // for the host compiler of the emulation, which would warn about an unknown pragma.
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
@@ -124,6 +132,25 @@ __device__ __forceinline__ float fp8sm_dequantize_value(fp8sm_u8 code, float sca
   const float value = fp8sm_from_fp8<Format>(code);
   return value != value ? value : __fmul_rn(value, scale_inv);
 }
+
+// Four consecutive inputs, loaded with one access by the vectorized kernels: 16 bytes of
+// float32 or 8 of bf16. fp8sm_four<In>::type is the one for inputs of type In.
+struct alignas(16) fp8sm_f32x4 {
+  float v[4];
+};
+struct alignas(8) fp8sm_bf16x4 {
+  fp8sm_u16 v[4];
+};
+template <typename In>
+struct fp8sm_four;
+template <>
+struct fp8sm_four<float> {
+  typedef fp8sm_f32x4 type;
+};
+template <>
+struct fp8sm_four<fp8sm_u16> {
+  typedef fp8sm_bf16x4 type;
+};
 
 __device__ __forceinline__ float fp8sm_widen(float x) { return x; }
 __device__ __forceinline__ float fp8sm_widen(fp8sm_u16 bf16) { return __uint_as_float((fp8sm_u32)bf16 << 16); }
