@@ -30,16 +30,7 @@ __device__ void fp8sm_cast_vec(const In* __restrict__ in_values, unsigned long l
   int key = 0;
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long g = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride) {
-    const Four x = in[g];
-    fp8sm_u32 word = 0;
-    FP8SM_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const float value = fp8sm_widen(x.v[i]);
-      word |= (fp8sm_u32)fp8sm_cast_value<Format>(value, scale) << (8 * i);
-      const int k = fp8sm_amax_key(value);
-      key = k > key ? k : key;
-    }
-    out[g] = word;
+    out[g] = fp8sm_cast_four<Format>(in[g], scale, key);
   }
   key = fp8sm_warp_max(key);
   if ((threadIdx.x & 31) == 0 && key != 0) atomicMax((int*)amax, key);

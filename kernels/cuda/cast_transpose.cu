@@ -72,14 +72,7 @@ __device__ void fp8sm_cast_transpose_vec(const In* __restrict__ in, unsigned row
     const unsigned r = threadIdx.y + pass * FP8SM_VEC_THREADS;
     const unsigned row = tile_row + r;
     if (row < rows && col < cols) {
-      fp8sm_u32 word = 0;
-      FP8SM_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const float value = fp8sm_widen(x[pass].v[i]);
-        word |= (fp8sm_u32)fp8sm_cast_value<Format>(value, scale) << (8 * i);
-        const int k = fp8sm_amax_key(value);
-        key = k > key ? k : key;
-      }
+      const fp8sm_u32 word = fp8sm_cast_four<Format>(x[pass], scale, key);
       *reinterpret_cast<fp8sm_u32*>(out + (unsigned long long)row * cols + col) = word;
       tile[r][threadIdx.x] = word;
     }

@@ -116,13 +116,11 @@ __device__ __forceinline__ float fp8sm_from_fp8(fp8sm_u8 code) {
 }
 
 // fp8(x * scale) as the CPU reference computes it: the product rounded once to float, then
-// converted. A NaN input keeps its sign, as the host's multiplication keeps it (the GPU's
-// would return its one canonical, positive NaN).
+// converted. A NaN input goes to the conversion as it is, keeping its sign as the host's
+// multiplication keeps it (the GPU's would return its one canonical, positive NaN).
 template <int Format>
 __device__ __forceinline__ fp8sm_u8 fp8sm_cast_value(float x, float scale) {
-  const fp8sm_u32 bits = __float_as_uint(x);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return (fp8sm_u8)(((bits >> 24) & 0x80u) | 0x7Fu);
-  return fp8sm_to_fp8<Format>(__fmul_rn(x, scale));
+  return fp8sm_to_fp8<Format>(x != x ? x : __fmul_rn(x, scale));
 }
 
 // from_fp8(code) * scale_inv as the CPU reference computes it; a NaN code gives its NaN as the
@@ -165,4 +163,19 @@ __device__ __forceinline__ int fp8sm_warp_max(int value) {
     value = other > value ? other : value;
   }
   return value;
+}
+
+// The vectorized kernels' step: the codes of 4 consecutive inputs as one little-endian word
+// (input i in byte i), and their amax keys folded into `key`.
+template <int Format, typename Four>
+__device__ __forceinline__ fp8sm_u32 fp8sm_cast_four(const Four& x, float scale, int& key) {
+  fp8sm_u32 word = 0;
+  FP8SM_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const float value = fp8sm_widen(x.v[i]);
+    word |= (fp8sm_u32)fp8sm_cast_value<Format>(value, scale) << (8 * i);
+    const int k = fp8sm_amax_key(value);
+    key = k > key ? k : key;
+  }
+  return word;
 }
