@@ -66,33 +66,7 @@ class DeviceBackend final : public Backend {
     // Steps 1 and 2 on the host (the metas live there; the reduction is the group's), the
     // update of every tensor in one launch.
     const std::vector<float> amaxes = reduced_amaxes(metas, group, reduce_amax);
-    if (metas.empty()) return;
-    for (const kernels::ScalingMeta* m : metas) {
-      if (m->history_length != metas.front()->history_length) {
-        throw std::invalid_argument("device update: the metas of one key must share one amax history length");
-      }
-    }
-    kernels::cuda::Device& d = *device_;
-    std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
-    std::vector<float*> history_pointers, scale_pointers;
-    std::vector<unsigned> slot_begin = {0};
-    for (kernels::ScalingMeta* m : metas) {
-      histories.push_back(std::make_unique<DeviceBuffer<float>>(d, m->amax_history));
-      scales.push_back(std::make_unique<DeviceBuffer<float>>(d, m->scale));
-      history_pointers.push_back(histories.back()->get());
-      scale_pointers.push_back(scales.back()->get());
-      slot_begin.push_back(slot_begin.back() + static_cast<unsigned>(m->slots()));
-    }
-    DeviceBuffer<float*> d_histories(d, history_pointers), d_scales(d, scale_pointers);
-    DeviceBuffer<float> d_reduced(d, amaxes);
-    DeviceBuffer<unsigned> d_begin(d, slot_begin);
-    d.scale_update(d_histories.get(), d_scales.get(), d_reduced.get(), d_begin.get(),
-                   static_cast<unsigned>(metas.size()), slot_begin.back(),
-                   static_cast<unsigned>(metas.front()->history_length), recipe);
-    for (std::size_t t = 0; t < metas.size(); ++t) {
-      histories[t]->download(metas[t]->amax_history.data(), metas[t]->amax_history.size());
-      scales[t]->download(metas[t]->scale.data(), metas[t]->scale.size());
-    }
+    device_->update_scales(metas, amaxes, recipe);
   }
 
  private:

@@ -1,7 +1,10 @@
 #include "kernels/cuda/device.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
+
+#include "kernels/cuda/device_buffer.hpp"
 
 namespace fp8sm::kernels::cuda {
 
@@ -139,6 +142,42 @@ void Device::scale_update(float* const* histories, float* const* scales, const f
   shape.grid[0] = static_cast<unsigned>((std::uint64_t{total_slots} * 32 + 255) / 256);
   shape.block[0] = 256;
   launch("fp8sm_scale_update", shape, args, stream);
+}
+
+void Device::update_scales(const std::vector<ScalingMeta*>& metas, const std::vector<float>& reduced,
+                           const ScaleUpdateRecipe& recipe) {
+  if (metas.empty()) return;
+  std::size_t total = 0;
+  for (const ScalingMeta* m : metas) {
+    if (m == nullptr) throw std::invalid_argument("Device::update_scales: a null meta");
+    if (m->history_length != metas.front()->history_length) {
+      throw std::invalid_argument("Device::update_scales: the metas of one key must share one amax history length");
+    }
+    total += m->slots();
+  }
+  if (reduced.size() != total) {
+    throw std::invalid_argument("Device::update_scales: " + std::to_string(reduced.size()) + " reduced amaxes for " +
+                                std::to_string(total) + " slots");
+  }
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
+  std::vector<float*> history_pointers, scale_pointers;
+  std::vector<unsigned> slot_begin = {0};
+  for (const ScalingMeta* m : metas) {
+    histories.push_back(std::make_unique<DeviceBuffer<float>>(*this, m->amax_history));
+    scales.push_back(std::make_unique<DeviceBuffer<float>>(*this, m->scale));
+    history_pointers.push_back(histories.back()->get());
+    scale_pointers.push_back(scales.back()->get());
+    slot_begin.push_back(slot_begin.back() + static_cast<unsigned>(m->slots()));
+  }
+  DeviceBuffer<float*> d_histories(*this, history_pointers), d_scales(*this, scale_pointers);
+  DeviceBuffer<float> d_reduced(*this, reduced);
+  DeviceBuffer<unsigned> d_begin(*this, slot_begin);
+  scale_update(d_histories.get(), d_scales.get(), d_reduced.get(), d_begin.get(), static_cast<unsigned>(metas.size()),
+               slot_begin.back(), static_cast<unsigned>(metas.front()->history_length), recipe);
+  for (std::size_t t = 0; t < metas.size(); ++t) {
+    histories[t]->download(metas[t]->amax_history.data(), metas[t]->amax_history.size());
+    scales[t]->download(metas[t]->scale.data(), metas[t]->scale.size());
+  }
 }
 
 }  // namespace fp8sm::kernels::cuda

@@ -14,6 +14,7 @@
 
 #include "kernels/fp8.hpp"
 #include "kernels/scale_update.hpp"
+#include "kernels/scaling_meta.hpp"
 
 namespace fp8sm::kernels::cuda {
 
@@ -57,6 +58,11 @@ class Device {
   void scale_update(float* const* histories, float* const* scales, const float* reduced, const unsigned* slot_begin,
                     unsigned tensors, unsigned total_slots, unsigned history_length, const ScaleUpdateRecipe& recipe,
                     void* stream = nullptr) const;
+  // kernels::update_scales on this device: the metas (host memory) copied in, the update of all
+  // of them in one launch (scale_update), the histories and scales copied back. The metas must
+  // share one history length, and `reduced` hold one amax per slot of all of them in order.
+  void update_scales(const std::vector<ScalingMeta*>& metas, const std::vector<float>& reduced,
+                     const ScaleUpdateRecipe& recipe);
 
   // A faster GEMM than the reference where this device has one and it takes the problem
   // (results within its documented tolerance, not bit for bit); scale_inv pointers are device

@@ -362,24 +362,12 @@ TEST_F(DeviceKernelsTest, FusedAndUnfusedUpdatesOfManyTensorsInOneLaunch) {
         const ScaleUpdateRecipe recipe{Format::E4M3, 1, algo, path};
         update_scales(pointers, reduced, recipe);
 
-        std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
-        std::vector<float*> history_pointers, scale_pointers;
-        std::vector<unsigned> slot_begin = {0};
-        for (const ScalingMeta& m : metas) {
-          histories.push_back(std::make_unique<DeviceBuffer<float>>(d, m.amax_history));
-          scales.push_back(std::make_unique<DeviceBuffer<float>>(d, m.scale));
-          history_pointers.push_back(histories.back()->get());
-          scale_pointers.push_back(scales.back()->get());
-          slot_begin.push_back(slot_begin.back() + static_cast<unsigned>(m.slots()));
-        }
-        DeviceBuffer<float*> d_histories(d, history_pointers), d_scales(d, scale_pointers);
-        DeviceBuffer<float> d_reduced(d, reduced);
-        DeviceBuffer<unsigned> d_begin(d, slot_begin);
-        d.scale_update(d_histories.get(), d_scales.get(), d_reduced.get(), d_begin.get(),
-                       static_cast<unsigned>(tensors), slot_begin.back(), static_cast<unsigned>(length), recipe);
+        std::vector<ScalingMeta*> on_device;
+        for (auto& m : metas) on_device.push_back(&m);
+        d.update_scales(on_device, reduced, recipe);  // one scale_update launch for all of them
         for (std::size_t t = 0; t < tensors; ++t) {
-          const auto h = histories[t]->download();
-          const auto s = scales[t]->download();
+          const auto& h = metas[t].amax_history;
+          const auto& s = metas[t].scale;
           for (std::size_t i = 0; i < h.size(); ++i)
             EXPECT_EQ(bits(h[i]), bits(expected[t].amax_history[i])) << t << " " << i;
           for (std::size_t i = 0; i < s.size(); ++i) EXPECT_EQ(bits(s[i]), bits(expected[t].scale[i])) << t << " " << i;
