@@ -18,8 +18,10 @@
 __device__ __forceinline__ bool fp8sm_usable(float amax) { return isfinite(amax) && amax > 0.0f; }
 __device__ __forceinline__ float fp8sm_nan() { return __int_as_float(0x7FC00000); }
 
-// The unfused path's maximum: NaN if either is NaN.
-__device__ __forceinline__ float fp8sm_max_propagating_nan(float a, float b) {
+// The maximum over the history: the unfused path's is NaN if either is NaN; the fused path's is
+// fmaxf, which ignores NaN.
+__device__ __forceinline__ float fp8sm_history_max(int unfused, float a, float b) {
+  if (!unfused) return fmaxf(a, b);
   if (isnan(a) || isnan(b)) return fp8sm_nan();
   return b > a ? b : a;
 }
@@ -61,7 +63,7 @@ extern "C" __global__ void fp8sm_scale_update(float* const* histories, float* co
       FP8SM_UNROLL
       for (unsigned k = 0; k < FP8SM_ROWS_PER_LANE; ++k) {
         if (first + lane + k * FP8SM_WARP < L) {
-          amax = unfused ? fp8sm_max_propagating_nan(amax, held[k]) : fmaxf(amax, held[k]);
+          amax = fp8sm_history_max(unfused, amax, held[k]);
         }
       }
       __syncwarp();  // every lane has read this pass before any writes into it
@@ -73,7 +75,7 @@ extern "C" __global__ void fp8sm_scale_update(float* const* histories, float* co
     }
     for (int offset = 16; offset > 0; offset >>= 1) {
       const float other = __shfl_down_sync(0xFFFFFFFFu, amax, offset);
-      amax = unfused ? fp8sm_max_propagating_nan(amax, other) : fmaxf(amax, other);
+      amax = fp8sm_history_max(unfused, amax, other);
     }
   }
   if (lane != 0) return;
