@@ -51,9 +51,10 @@ class DeviceBackend final : public Backend {
     DeviceBuffer<float> d_c(d, c.values.size());
     d_a.upload(a, a_rows * k);
     d_b.upload(b, b_rows * k);
-    DeviceBuffer<float> d_sa(d, std::vector<float>{a_scale_inv}), d_sb(d, std::vector<float>{b_scale_inv});
-    if (!d.gemm_tn_fast(d_a.get(), a_format, d_sa.get(), d_b.get(), b_format, d_sb.get(), a_rows, b_rows, k,
-                        d_c.get())) {
+    if (d.takes_fast_gemm(a_rows, b_rows, k, a_format, b_format)) {
+      DeviceBuffer<float> d_sa(d, std::vector<float>{a_scale_inv}), d_sb(d, std::vector<float>{b_scale_inv});
+      d.gemm_tn_fast(d_a.get(), a_format, d_sa.get(), d_b.get(), b_format, d_sb.get(), a_rows, b_rows, k, d_c.get());
+    } else {
       d.gemm_tn_reference(d_a.get(), a_format, a_scale_inv, d_b.get(), b_format, b_scale_inv, a_rows, b_rows, k,
                           d_c.get());
     }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -64,13 +65,17 @@ class Device {
   void update_scales(const std::vector<ScalingMeta*>& metas, const std::vector<float>& reduced,
                      const ScaleUpdateRecipe& recipe);
 
-  // A faster GEMM than the reference where this device has one and it takes the problem
-  // (results within its documented tolerance, not bit for bit); scale_inv pointers are device
-  // pointers to one float each. False: not done, use gemm_tn_reference.
-  virtual bool gemm_tn_fast(const std::uint8_t* /*a*/, Format /*a_format*/, const float* /*a_scale_inv*/,
+  // A faster GEMM than the reference, where this device has one and it takes the problem
+  // (takes_fast_gemm): results within its documented tolerance, not bit for bit. scale_inv
+  // pointers are device pointers to one float each. Without one, gemm_tn_fast throws.
+  virtual bool takes_fast_gemm(std::size_t /*m*/, std::size_t /*n*/, std::size_t /*k*/, Format /*a_format*/,
+                               Format /*b_format*/) const {
+    return false;
+  }
+  virtual void gemm_tn_fast(const std::uint8_t* /*a*/, Format /*a_format*/, const float* /*a_scale_inv*/,
                             const std::uint8_t* /*b*/, Format /*b_format*/, const float* /*b_scale_inv*/,
                             std::size_t /*m*/, std::size_t /*n*/, std::size_t /*k*/, float* /*c*/) {
-    return false;
+    throw std::logic_error(name() + ": no fast GEMM");
   }
 
   // Every entry point of every kernel source, by file (what a device must load).

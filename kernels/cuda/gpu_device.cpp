@@ -55,12 +55,16 @@ void GpuDevice::download(void* host, const void* device, std::size_t bytes) {
   check_cuda(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
 }
 
-bool GpuDevice::gemm_tn_fast(const std::uint8_t* a, Format a_format, const float* a_scale_inv, const std::uint8_t* b,
+bool GpuDevice::takes_fast_gemm(std::size_t m, std::size_t n, std::size_t k, Format a_format,
+                                Format b_format) const {
+  return lt_ != nullptr && CublasLtGemm::supports(m, n, k, a_format, b_format);
+}
+
+void GpuDevice::gemm_tn_fast(const std::uint8_t* a, Format a_format, const float* a_scale_inv, const std::uint8_t* b,
                              Format b_format, const float* b_scale_inv, std::size_t m, std::size_t n, std::size_t k,
                              float* c) {
-  if (!lt_ || !CublasLtGemm::supports(m, n, k, a_format, b_format)) return false;
-  lt_->gemm_tn(a, a_format, a_scale_inv, b, b_format, b_scale_inv, m, n, k, c);
-  return true;
+  if (!lt_) throw std::logic_error(name() + ": made without the fast GEMM");
+  lt_->gemm_tn(a, a_format, a_scale_inv, b, b_format, b_scale_inv, m, n, k, c);  // throws where it does not apply
 }
 
 void GpuDevice::launch(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const {

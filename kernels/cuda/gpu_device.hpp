@@ -18,7 +18,7 @@ namespace fp8sm::kernels::cuda {
 class GpuDevice final : public Device {
  public:
   // Throws std::runtime_error when no GPU is usable (saying why) or a program does not load.
-  // `fast_gemm`: gemm_tn_fast uses cuBLASLt (where it takes the problem).
+  // `fast_gemm`: gemm_tn_fast is cuBLASLt (where it takes the problem).
   explicit GpuDevice(NvrtcCompiler& compiler, bool fast_gemm = false);
   ~GpuDevice() override;
   GpuDevice(const GpuDevice&) = delete;
@@ -29,7 +29,8 @@ class GpuDevice final : public Device {
   void release(void* memory) noexcept override;
   void upload(void* device, const void* host, std::size_t bytes) override;
   void download(void* host, const void* device, std::size_t bytes) override;
-  bool gemm_tn_fast(const std::uint8_t* a, Format a_format, const float* a_scale_inv, const std::uint8_t* b,
+  bool takes_fast_gemm(std::size_t m, std::size_t n, std::size_t k, Format a_format, Format b_format) const override;
+  void gemm_tn_fast(const std::uint8_t* a, Format a_format, const float* a_scale_inv, const std::uint8_t* b,
                     Format b_format, const float* b_scale_inv, std::size_t m, std::size_t n, std::size_t k,
                     float* c) override;
 
