@@ -7,8 +7,9 @@
 namespace fp8sm::runtime {
 
 std::unique_ptr<Backend> make_cuda_backend(CudaGemm gemm) {
-  // The compiler is needed while the device loads its programs (its caches outlive it on disk).
-  kernels::cuda::NvrtcCompiler compiler;
+  // One compiler for the process: its in-memory cache then serves every backend made after the
+  // first (a compiler per backend went back to the disk cache, or to NVRTC, every time).
+  static kernels::cuda::NvrtcCompiler compiler;
   const bool fast = gemm == CudaGemm::Fast;
   return make_device_backend(std::make_unique<kernels::cuda::GpuDevice>(compiler, fast), fast ? "cuda" : "cuda-exact");
 }
