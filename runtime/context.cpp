@@ -28,6 +28,8 @@ std::string doing(const spec::RecomputeExit&) { return "leaving a recompute"; }
 std::string doing(const spec::ModulePrepare&) { return "preparing the forward of module"; }
 std::string doing(const spec::ModuleClaim&) { return "recording module"; }
 std::string doing(const spec::ModuleEndForward&) { return "ending the forward of module"; }
+std::string doing(const spec::ModuleBackwardBegin&) { return "beginning the backward of module"; }
+std::string doing(const spec::SavedTensorUnpack&) { return "unpacking what a node saved in a non-reentrant checkpoint"; }
 std::string doing(const spec::ModuleBackward&) { return "the backward of module"; }
 std::string doing(const spec::BackwardPassBegin&) { return "beginning a backward pass"; }
 std::string doing(const spec::BackwardPassEnd&) { return "ending a backward pass"; }
@@ -117,12 +119,21 @@ void Context::record_function(std::shared_ptr<NodeFunction> function) {
   record(std::move(node));
 }
 
+// The node's saved tensors go through the innermost saved-tensor hook (spec §3.5): a frame's
+// forward discards them and numbers the slot; a frame's recompute keeps the node's function
+// as the slot's twin.
 void Context::record(TapeNode node) {
-  node.frame = innermost_frame();
-  if (node.frame >= 0) {  // non-reentrant frames do not nest (run_non_reentrant)
-    Frame& frame = frames_[static_cast<std::size_t>(node.frame)];
-    ++frame.live_nodes;
-    frame.recorded.push_back(node.function);
+  if (!packs_.empty()) {
+    const PackTarget& target = packs_.back();
+    Frame& frame = *target.frame;
+    if (target.recompute) {
+      frame.recomputed.push_back(Frame::Slot{node.function, false});
+    } else {
+      node.frame = target.frame;
+      node.slot = frame.slots++;
+      ++frame.live_nodes;
+      node.function->drop_saved();
+    }
   }
   current_graph_->nodes.push_back(std::move(node));
 }
@@ -140,6 +151,7 @@ const char* Context::scope_name(ScopeKind kind) {
 
 std::size_t Context::open_scope(ScopeKind kind) {
   scopes_.push_back(OpenScope{kind, next_scope_});
+  if (kind == ScopeKind::Checkpoint) ++checkpoints_open_;
   return next_scope_++;
 }
 
@@ -151,6 +163,7 @@ void Context::close_scope(ScopeKind kind, std::size_t id) {
     throw MisuseError(which + " left out of order: the " + scope_name(scopes_.back().kind) + " scope #" +
                       std::to_string(scopes_.back().id) + " opened inside it is still open (scopes close innermost first)");
   }
+  if (kind == ScopeKind::Checkpoint) --checkpoints_open_;
   scopes_.pop_back();
 }
 
@@ -177,14 +190,14 @@ class ReentrantNode final : public NodeFunction {
     Graph graph;
     graph.generation = context_.next_generation_++;
     try {
-      context_.recompute(capture_, fp8_, function_, input_, graph);
+      context_.recompute(capture_, fp8_, function_, input_, graph, Context::PackTarget{});
     } catch (...) {
       context_.drop_nodes(graph.nodes);  // a failed recompute's graph is never backpropagated
       throw;
     }
     Matrix grad;
     try {
-      grad = context_.backpropagate(graph.nodes, grad_output);
+      grad = context_.backpropagate(graph.nodes, grad_output, nullptr);
     } catch (...) {
       context_.drop_nodes(graph.nodes);
       throw;
@@ -194,6 +207,7 @@ class ReentrantNode final : public NodeFunction {
   }
   void drop_saved() override { input_ = Matrix{}; }
   void take_saved(NodeFunction& twin) override { input_ = static_cast<ReentrantNode&>(twin).input_; }
+  bool is_twin(const NodeFunction& twin) const override { return dynamic_cast<const ReentrantNode*>(&twin) != nullptr; }
 
  private:
   Context& context_;
@@ -239,39 +253,30 @@ Matrix Context::run_reentrant(const CheckpointFunction& function, const Matrix& 
   return output;
 }
 
-// §3.5 NR_FWD: fp8 is read before the body, which keeps the caller's grad mode; its nodes free
-// their saved tensors when it ends, and the first of them backward reaches recomputes it.
+// §3.5 NR_FWD: fp8 is read before the body, which keeps the caller's grad mode; its hook is
+// the innermost while the function runs (a non-reentrant checkpoint inside it pushes its own).
 Matrix Context::run_non_reentrant(const CheckpointFunction& function, const Matrix& input) {
-  if (!open_frames_.empty()) {
-    throw MisuseError("checkpoint: a non-reentrant checkpoint inside another is not supported by the runtime "
-                      "(use a reentrant one inside, or one checkpoint around both)");
-  }
-  const CaptureId capture = next_capture_++;
-  Frame frame;
-  frame.capture = capture;
-  frame.fp8 = machine_.fp8_enabled();
-  frame.function = function;
-  frame.input = input;
-  fire(spec::CheckpointForwardEnter{capture, false});
-  const int index = static_cast<int>(frames_.size());
-  frames_.push_back(std::move(frame));
-  open_frames_.push_back(index);
+  auto frame = std::make_shared<Frame>();
+  frame->capture = next_capture_++;
+  frame->fp8 = machine_.fp8_enabled();
+  frame->function = function;
+  frame->input = input;
+  fire(spec::CheckpointForwardEnter{frame->capture, false});
+  packs_.push_back(PackTarget{frame, false});
   Matrix output;
   try {
     output = function(input);
   } catch (...) {
-    open_frames_.pop_back();
-    frames_[static_cast<std::size_t>(index)].closed = true;
+    packs_.pop_back();
+    frame->closed = true;
     fire(spec::CheckpointForwardExit{true});
-    release(capture);
+    release(*frame);  // whoever catches discards its nodes
     throw;
   }
-  open_frames_.pop_back();
-  Frame& done = frames_[static_cast<std::size_t>(index)];
-  done.closed = true;
-  for (const auto& f : done.recorded) f->drop_saved();
+  packs_.pop_back();
+  frame->closed = true;
   fire(spec::CheckpointForwardExit{false});
-  if (frames_[static_cast<std::size_t>(index)].live_nodes == 0) release(capture);
+  if (frame->live_nodes == 0) release(*frame);  // no node of its own can ever unpack
   return output;
 }
 
@@ -284,28 +289,58 @@ void Context::discard_since(const TapeMark& mark) {
   drop_nodes(discarded);
 }
 
-int Context::innermost_frame() const { return open_frames_.empty() ? -1 : open_frames_.back(); }
-
 // ---- backward engine ----------------------------------------------------------------------
 
 Matrix Context::backward(const Matrix& grad_output, bool retain_graph) {
-  if (graph_.nodes.empty()) {
-    throw MisuseError(graph_.freed ? "backward: the graph was already backpropagated and freed (pass retain_graph "
-                                     "to backpropagate it again)"
-                                   : "backward: nothing was recorded (run a module with grad enabled first)");
+  return run_backward(graph_, grad_output, retain_graph, "backward");
+}
+
+Matrix Context::backward(const std::string& tape, const Matrix& grad_output, bool retain_graph) {
+  const auto found = tapes_.find(tape);
+  if (found == tapes_.end()) throw MisuseError("backward: no graph was saved as '" + tape + "' (save_graph first)");
+  return run_backward(found->second, grad_output, retain_graph, "backward of tape '" + tape + "'");
+}
+
+bool Context::has_recorded(const std::string& tape) const {
+  const auto found = tapes_.find(tape);
+  return found != tapes_.end() && !found->second.nodes.empty();
+}
+
+void Context::save_graph(const std::string& tape) {
+  if (checkpoints_open_ > 0 || !recomputing_.empty()) {
+    throw MisuseError("save_graph: inside a checkpoint's function (its recompute would save the graph again)");
   }
-  require_finite(grad_output, "backward: grad_output");
-  const std::vector<TapeNode> nodes = graph_.nodes;
+  Graph& saved = tapes_[tape];
+  if (!saved.freed) drop_nodes(saved.nodes);  // the graph saved before under this name
+  saved = std::move(graph_);
+  graph_ = Graph{};
+  graph_.generation = next_generation_++;
+}
+
+Matrix Context::run_backward(Graph& graph, const Matrix& grad_output, bool retain_graph, const std::string& what) {
+  if (checkpoints_open_ > 0 || !recomputing_.empty()) {
+    throw MisuseError(what + ": inside a checkpoint's function (its recompute would run the backward again)");
+  }
+  if (graph.nodes.empty()) {
+    throw MisuseError(graph.freed ? what + ": the graph was already backpropagated and freed (pass retain_graph "
+                                           "to backpropagate it again)"
+                                  : what + ": nothing was recorded (run a module with grad enabled first)");
+  }
+  require_finite(grad_output, what + ": grad_output");
+  const std::vector<TapeNode> nodes = graph.nodes;
+  Graph* retained = &graph;
   if (!retain_graph) {
-    graph_ = Graph{};
-    graph_.freed = true;
-    graph_.generation = next_generation_++;
+    retained = nullptr;
+    graph = Graph{};
+    graph.freed = true;
+    graph.generation = next_generation_++;
   }
+  retaining_ = retain_graph;
   fire(spec::BackwardPassBegin{});
   fire(spec::GradPush{false, true});  // the engine runs backward functions with grad off
   Matrix grad;
   try {
-    grad = backpropagate(nodes, grad_output);
+    grad = backpropagate(nodes, grad_output, retained);
   } catch (...) {
     fire(spec::GradPop{});
     fire(spec::BackwardPassEnd{false});
@@ -318,21 +353,55 @@ Matrix Context::backward(const Matrix& grad_output, bool retain_graph) {
   return grad;
 }
 
-Matrix Context::backpropagate(const std::vector<TapeNode>& nodes, Matrix grad) {
-  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-    if (it->frame >= 0) recompute_frame(it->frame);  // the first unpack of the frame's tensors
-    grad = it->function->backward(grad);              // a module's gradient casts come first,
-    if (it->kind == TapeNode::Kind::Module) {          // then its backward's end (§3.3)
-      fire(spec::ModuleBackward{it->module, it->owner, it->fp8});
+// `retained`, when given, is the graph `nodes` belong to, kept for another backward: it
+// remembers which module nodes completed their backward.
+Matrix Context::backpropagate(const std::vector<TapeNode>& nodes, Matrix grad, Graph* retained) {
+  for (std::size_t i = nodes.size(); i-- > 0;) {
+    const TapeNode& node = nodes[i];
+    if (node.kind == TapeNode::Kind::Module) {
+      // §3.3: the first line of the backward, the unpack, the gradient casts, then its end.
+      fire(spec::ModuleBackwardBegin{node.module, node.backward_ran});
+      unpack_saved(node);
+      grad = node.function->backward(grad);
+      fire(spec::ModuleBackward{node.module, node.owner, node.fp8});
+      if (retained != nullptr) retained->nodes[i].backward_ran = true;
+      continue;
     }
+    unpack_saved(node);  // a checkpoint's backward unpacks its saved input first
+    grad = node.function->backward(grad);
   }
   return grad;
 }
 
+// §3.5 "Saved-tensor slots": the first unpack while the frame holds no recomputed slot
+// recomputes it; the table judges the slot (not reached, or taken by an earlier unpack); the
+// node then takes its twin's saved tensors. TE leaves None behind; the twin stays only while
+// the graph is retained (for fp8sm, whose frame keeps a retained graph's tensors).
+void Context::unpack_saved(const TapeNode& node) {
+  if (!node.frame) return;
+  Frame& frame = *node.frame;
+  if (frame.recomputed.empty()) recompute_frame(node.frame);
+  const bool reached = node.slot < frame.recomputed.size();
+  fire(spec::SavedTensorUnpack{reached, reached && frame.recomputed[node.slot].taken});
+  Frame::Slot& slot = frame.recomputed.at(node.slot);  // reached: the table raised otherwise
+  if (!slot.twin) throw std::logic_error("checkpoint: slot " + std::to_string(node.slot) + " was freed before its unpack");
+  if (!node.function->is_twin(*slot.twin)) {
+    throw CheckpointError("checkpoint: the non-reentrant recompute of checkpoint #" + std::to_string(frame.capture) +
+                          " recorded another node at slot " + std::to_string(node.slot) +
+                          " than its forward did: the checkpointed function must take the same path when it is run "
+                          "again");
+  }
+  node.function->take_saved(*slot.twin);
+  slot.taken = true;
+  if (!retaining_) slot.twin.reset();
+}
+
 // §3.5 CKR_BWD and NR_RECOMPUTE: GRAD(on); ARF_ENTER(rc); AC_ENTER(fp8, rc); body; AC_EXIT;
-// ARF_EXIT; GRAD pop. The exits run also when the body raises.
+// ARF_EXIT; GRAD pop. The exits run also when the body raises. The replay is its own context:
+// what it records goes into `graph`, what its nodes save through `target` (no hook for a
+// reentrant recompute; the frame's recompute hook for a non-reentrant one).
 Matrix Context::recompute(CaptureId capture, bool fp8, const CheckpointFunction& function, const Matrix& input,
-                          Graph& graph) {
+                          Graph& graph, PackTarget target) {
   fire(spec::GradPush{true, true});
   try {
     fire(spec::RecomputeEnter{capture});
@@ -343,13 +412,14 @@ Matrix Context::recompute(CaptureId capture, bool fp8, const CheckpointFunction&
   fire(spec::AutocastEnter{fp8, true});
   region_runs_.emplace_back();
   Graph* const outer_graph = current_graph_;
-  std::vector<int> outer_frames;
-  outer_frames.swap(open_frames_);  // the replay is its own context
+  std::vector<PackTarget> outer_packs;
+  outer_packs.swap(packs_);
+  if (target.frame) packs_.push_back(std::move(target));
   current_graph_ = &graph;
   recomputing_.push_back(capture);
   auto leave = [&] {
     current_graph_ = outer_graph;
-    open_frames_.swap(outer_frames);
+    packs_.swap(outer_packs);
     region_runs_.pop_back();
     recomputing_.pop_back();  // before the exits, one of which may raise
     fire(spec::AutocastExit{});
@@ -367,46 +437,41 @@ Matrix Context::recompute(CaptureId capture, bool fp8, const CheckpointFunction&
   return output;
 }
 
-void Context::recompute_frame(int index) {
-  const auto at = static_cast<std::size_t>(index);
-  if (frames_[at].recomputed) return;
-  frames_[at].recomputed = true;
-  const Frame frame = frames_[at];  // a copy: the recompute may add frames
-  Graph twins;  // never backpropagated: it only gives the frame's nodes their tensors back
+// §3.5 NR_RECOMPUTE: the frame's function alone, with its own fp8; its graph is never
+// backpropagated, its own nodes' functions become the recomputed slots. Once it holds
+// recomputed slots, the frame never recomputes again.
+void Context::recompute_frame(const std::shared_ptr<Frame>& frame) {
+  Graph twins;
   twins.generation = next_generation_++;
   try {
-    recompute(frame.capture, frame.fp8, frame.function, frame.input, twins);
+    recompute(frame->capture, frame->fp8, frame->function, frame->input, twins, PackTarget{frame, true});
   } catch (...) {
     drop_nodes(twins.nodes);
+    if (!frame->recomputed.empty()) release(*frame);
     throw;
   }
   drop_nodes(twins.nodes);
-  bool same = twins.nodes.size() == frame.recorded.size();
-  for (std::size_t i = 0; same && i < twins.nodes.size(); ++i) {
-    const NodeFunction& twin = *twins.nodes[i].function;
-    same = typeid(twin) == typeid(*frame.recorded[i]);
-  }
-  if (!same) {
-    throw CheckpointError("checkpoint: the non-reentrant recompute recorded " + std::to_string(twins.nodes.size()) +
-                           " nodes where its forward recorded " + std::to_string(frame.recorded.size()) +
-                           " (or of other kinds): the checkpointed function must take the same path when it is run again");
-  }
-  for (std::size_t i = 0; i < twins.nodes.size(); ++i) frame.recorded[i]->take_saved(*twins.nodes[i].function);
+  if (!frame->recomputed.empty()) release(*frame);
 }
 
 void Context::drop_nodes(const std::vector<TapeNode>& nodes) {
   for (const TapeNode& node : nodes) {
     if (node.kind == TapeNode::Kind::Checkpoint) release(node.capture);
-    if (node.frame >= 0) {
-      Frame& frame = frames_[static_cast<std::size_t>(node.frame)];
-      if (--frame.live_nodes == 0 && frame.closed) release(frame.capture);
-    }
+    if (node.frame && --node.frame->live_nodes == 0 && node.frame->closed) release(*node.frame);
   }
 }
 
 void Context::release(CaptureId capture) {
   if (!released_.insert(capture).second) return;
   fire(spec::CheckpointReleased{capture});
+}
+
+void Context::release(Frame& frame) {
+  if (frame.released) return;
+  frame.released = true;
+  frame.function = nullptr;  // nothing can recompute it again: let go of what it holds
+  frame.input = Matrix{};
+  fire(spec::CheckpointReleased{frame.capture});
 }
 
 StepCounts Context::end_step() {
@@ -417,8 +482,7 @@ StepCounts Context::end_step() {
   drop_nodes(graph_.nodes);  // what was recorded and never backpropagated
   graph_ = Graph{};
   graph_.generation = next_generation_++;
-  frames_.clear();
-  released_.clear();
+  released_.clear();  // captures are never reused
   const StepCounts done = counts_;
   counts_ = StepCounts{};
   return done;

@@ -46,6 +46,27 @@ struct StepCounts {
   int backward_updates = 0;
 };
 
+// A non-reentrant checkpoint: TE's _CheckpointFrame with its saved-tensor hooks (spec §3.5).
+// Its own nodes are those recorded while it is the innermost non-reentrant checkpoint open;
+// the hook discards what each saves and numbers it (its slot). The first unpack while nothing
+// is recomputed runs the function again, whose own nodes' functions become the recomputed
+// slots; each unpack takes its slot's saved tensors.
+struct Frame {
+  struct Slot {
+    std::shared_ptr<NodeFunction> twin;  // kept after its unpack only while the graph is retained
+    bool taken = false;
+  };
+  spec::CaptureId capture = 0;
+  bool fp8 = false;  // fp8_enabled read before the function ran
+  bool closed = false;
+  bool released = false;
+  int live_nodes = 0;       // its own nodes, not yet dropped
+  std::uint32_t slots = 0;  // numbered by the forward
+  CheckpointFunction function;
+  Matrix input;
+  std::vector<Slot> recomputed;
+};
+
 // The FP8 meta of one module (spec §2.3): forward slots input (0) and weight (1), backward
 // slot grad_output (0), and what the semantics keep beside it.
 struct ModuleMeta {
@@ -66,8 +87,15 @@ class Context : private statemachine::Hooks {
 
   // One backward pass over what the step recorded, from the gradient of the last output.
   // Returns the gradient of the first input. Without retain_graph the graph is freed: the next
-  // forward records a new one. Throws MisuseError if nothing was recorded or the graph was freed.
+  // forward records a new one. Throws MisuseError if nothing was recorded, the graph was
+  // freed, or a checkpoint's function is running.
   Matrix backward(const Matrix& grad_output, bool retain_graph = false);
+  // Closes the graph recorded so far under `tape` (a finished micro-batch loss; a graph saved
+  // before under that name is dropped); the next forward records a new graph. Saved graphs
+  // outlive end_step. backward(tape, ...) runs a pass over one, as backward(...) does over
+  // the current graph. Throws MisuseError inside a checkpoint's function, or for an unknown tape.
+  void save_graph(const std::string& tape);
+  Matrix backward(const std::string& tape, const Matrix& grad_output, bool retain_graph = false);
   // Ends the training step: what was recorded and not backpropagated is dropped. Returns the
   // step's update counts. Throws MisuseError while a scope is open.
   StepCounts end_step();
@@ -84,6 +112,7 @@ class Context : private statemachine::Hooks {
   void discard_since(const TapeMark& mark);
   // Whether the current graph holds anything backward would run.
   bool has_recorded() const { return !graph_.nodes.empty(); }
+  bool has_recorded(const std::string& tape) const;
   // Whether a checkpoint's recompute is running (its function is being called again).
   bool in_recompute() const { return !recomputing_.empty(); }
 
@@ -118,15 +147,11 @@ class Context : private statemachine::Hooks {
     ScopeKind kind;
     std::size_t id;
   };
-  struct Frame {  // a non-reentrant checkpoint
-    spec::CaptureId capture = 0;
-    bool fp8 = false;
-    bool closed = false;
-    bool recomputed = false;
-    int live_nodes = 0;
-    CheckpointFunction function;
-    Matrix input;
-    std::vector<std::shared_ptr<NodeFunction>> recorded;  // its nodes' functions, in order
+  // Where a recorded node's saved tensors go (torch's saved-tensor hooks, innermost only):
+  // into the next slot of a frame whose forward runs, or into a recompute's slots.
+  struct PackTarget {
+    std::shared_ptr<Frame> frame;
+    bool recompute = false;
   };
 
   // Modules.
@@ -148,14 +173,16 @@ class Context : private statemachine::Hooks {
   Matrix run_non_reentrant(const CheckpointFunction& function, const Matrix& input);
 
   // Backward engine.
-  Matrix backpropagate(const std::vector<TapeNode>& nodes, Matrix grad);
+  Matrix run_backward(Graph& graph, const Matrix& grad_output, bool retain_graph, const std::string& what);
+  Matrix backpropagate(const std::vector<TapeNode>& nodes, Matrix grad, Graph* retained);
+  void unpack_saved(const TapeNode& node);
   Matrix recompute(spec::CaptureId capture, bool fp8, const CheckpointFunction& function, const Matrix& input,
-                   Graph& graph);
-  void recompute_frame(int frame);
+                   Graph& graph, PackTarget target);
+  void recompute_frame(const std::shared_ptr<Frame>& frame);
   void record(TapeNode node);
   void drop_nodes(const std::vector<TapeNode>& nodes);
   void release(spec::CaptureId capture);
-  int innermost_frame() const;
+  void release(Frame& frame);
 
   template <class Event>
   void fire(const Event& event);  // throws StateError if the table raised
@@ -187,18 +214,20 @@ class Context : private statemachine::Hooks {
 
   std::vector<OpenScope> scopes_;
   std::size_t next_scope_ = 0;
+  int checkpoints_open_ = 0;  // checkpoint scopes among scopes_
   // Modules run in FP8 in the current region (outermost autocast, or recompute): TE forbids a
   // second run while reduce_amax is set, since row 0 would mix two casts of one quantizer.
   std::vector<std::set<spec::ModuleId>> region_runs_;
 
   Graph graph_;
   Graph* current_graph_ = &graph_;
-  std::vector<Frame> frames_;
-  std::vector<int> open_frames_;
+  std::map<std::string, Graph> tapes_;
+  std::vector<PackTarget> packs_;  // innermost last
   spec::CaptureId next_capture_ = 0;
   std::uint64_t next_generation_ = 1;
-  std::set<spec::CaptureId> released_;
+  std::set<spec::CaptureId> released_;  // reentrant checkpoints released this step
   std::vector<spec::CaptureId> recomputing_;  // checkpoints whose recompute is running, innermost last
+  bool retaining_ = false;  // the backward pass in progress keeps its graph
   StepCounts counts_;
   std::vector<spec::AnyEvent>* event_log_ = nullptr;
 };

@@ -14,9 +14,11 @@ class MisuseError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-// The state machine raised, as TE would from inside the operation (KeyError, IndexError,
-// RuntimeError under the upstream or pr3213 semantics; `kind` is the Python type). The state
-// is what the semantics leaves after raising (spec §3.7).
+// The state machine raised, as TE or torch would from inside the operation (`kind` is the
+// Python type): KeyError, IndexError, RuntimeError of TE's FP8 state under the upstream or
+// pr3213 semantics; the AttributeError of a second backward through a Linear; the IndexError
+// and TypeError of a non-reentrant checkpoint's saved-tensor hook (spec §3.5). The state is
+// what the semantics leaves after raising (spec §3.7).
 class StateError : public std::runtime_error {
  public:
   StateError(std::string kind, const std::string& message)
@@ -27,10 +29,11 @@ class StateError : public std::runtime_error {
   std::string kind_;
 };
 
-// A non-reentrant checkpoint's recompute recorded other nodes than its forward (the function
-// took another path the second time), so the forward's saved tensors cannot be given back;
-// torch raises its CheckpointError here too. Thrown from backward, after the recompute's
-// events: the pass ends as failed.
+// A non-reentrant checkpoint's recompute recorded, at a node's slot, a node of another kind
+// or of another module than its forward did (the function took another path the second
+// time), so the slot's saved tensors cannot be given back. TE would hand them over and fail
+// later, or compute with the wrong tensors; the runtime refuses. Thrown from backward, after
+// the recompute's events: the pass ends as failed.
 class CheckpointError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

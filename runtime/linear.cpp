@@ -81,6 +81,11 @@ class LinearNode final : public NodeFunction {
     weight_fp8_ = other.weight_fp8_;
   }
 
+  bool is_twin(const NodeFunction& twin) const override {
+    const auto* other = dynamic_cast<const LinearNode*>(&twin);
+    return other != nullptr && &other->module_ == &module_;
+  }
+
   bool has_saved() const { return fp8_ ? !input_fp8_.codes.empty() : !input_.values.empty(); }
 
   Matrix input_, weight_;             // fp32 path

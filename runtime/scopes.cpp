@@ -85,6 +85,7 @@ class ReluNode final : public NodeFunction {
   }
   void drop_saved() override { input_ = Matrix{}; }
   void take_saved(NodeFunction& twin) override { input_ = static_cast<ReluNode&>(twin).input_; }
+  bool is_twin(const NodeFunction& twin) const override { return dynamic_cast<const ReluNode*>(&twin) != nullptr; }
 
  private:
   Matrix input_;

@@ -54,7 +54,21 @@ struct ModuleClaim {
 struct ModuleEndForward {
   ModuleId module = 0;
 };
-// §3.3 module backward; `owner` is the flag saved on the autograd node at its claim, `fp8`
+// §3.3 a module node's backward begins, before it unpacks what it saved (TE's first line reads
+// ctx.backward_objects, which a completed backward set to None); `ran_before`: this node's
+// backward already completed once (the second backward of a retained graph).
+struct ModuleBackwardBegin {
+  ModuleId module = 0;
+  bool ran_before = false;
+};
+// §3.5 a node unpacks what it saved through a non-reentrant frame's hook (after the recompute
+// that unpack triggered, if any): `reached`: the frame's recompute saved this slot again;
+// `taken`: an earlier unpack already took it (the second backward of a retained graph).
+struct SavedTensorUnpack {
+  bool reached = true;
+  bool taken = false;
+};
+// §3.3 module backward ends; `owner` is the flag saved on the autograd node at its claim, `fp8`
 // whether the module's meta is FP8 (its gradient casts are FP8 casts).
 struct ModuleBackward {
   ModuleId module = 0;
@@ -78,7 +92,7 @@ struct CheckpointReleased {
 // Any one event, for observers that watch them all.
 using AnyEvent = std::variant<AutocastEnter, AutocastExit, GradPush, GradPop, CheckpointForwardEnter,
                               CheckpointForwardExit, RecomputeEnter, RecomputeExit, ModulePrepare,
-                              ModuleClaim, ModuleEndForward, ModuleBackward, BackwardPassBegin,
-                              BackwardPassEnd, CheckpointReleased>;
+                              ModuleClaim, ModuleEndForward, ModuleBackwardBegin, SavedTensorUnpack,
+                              ModuleBackward, BackwardPassBegin, BackwardPassEnd, CheckpointReleased>;
 
 }  // namespace fp8sm::spec

@@ -95,6 +95,10 @@ FP8SM_ACTION(UpdateBackwardAtPassEnd, {
   data.fp8_backwards_in_pass = 0;
   hooks.backward_update();
 })
+FP8SM_RAISE(RaiseBackwardObjectsFreed, "AttributeError", "'NoneType' object has no attribute 'grad_output'")
+FP8SM_RAISE(RaiseSlotNotRecomputed, "IndexError", "list index out of range")
+FP8SM_RAISE(RaiseSlotAlreadyTaken, "TypeError",
+            "Output of saved tensor unpack_hook expected to be a Tensor but got result of type NoneType")
 FP8SM_RAISE(RaiseEmptyFifo, "IndexError", "pop from empty list")
 FP8SM_RAISE(RaiseNotCaptured, "RuntimeError",
             "FP8 recompute state was not captured during a completed original forward")

@@ -92,6 +92,9 @@ FP8SM_GUARD(ModuleHasSavedMeta, fsm.data.module_flags(event.module).has_saved_fo
 FP8SM_GUARD(RestorePending, fsm.data.module_flags(event.module).restore_pending)  // fp8sm
 FP8SM_GUARD(NodeIsOwner, event.owner)
 FP8SM_GUARD(NodeIsFp8, event.fp8)
+FP8SM_GUARD(NodeRanBackward, event.ran_before)
+FP8SM_GUARD(SlotReached, event.reached)
+FP8SM_GUARD(SlotTaken, event.taken)
 
 // Backward passes (fp8sm).
 FP8SM_GUARD(PassCompleted, event.completed)

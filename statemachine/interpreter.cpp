@@ -2,6 +2,8 @@
 
 #include "statemachine/encoder.hpp"
 
+#include <limits>
+#include <stdexcept>
 #include <utility>
 
 namespace fp8sm::statemachine {
@@ -35,10 +37,12 @@ Interpreter::Interpreter(spec::Semantics semantics, Observer* observer)
 Interpreter::Interpreter(const Interpreter& other, Observer* observer)
     : observer_(observer != nullptr ? observer : &silent_),
       machine_(other.machine_),
+      log_(other.log_),
       scopes_(other.scopes_),
       base_(other.base_),
       replay_depth_(other.replay_depth_),
       skip_(other.skip_),
+      packs_(other.packs_),
       step_graph_(other.step_graph_),
       tapes_(other.tapes_),
       next_generation_(other.next_generation_),
@@ -64,9 +68,10 @@ void Interpreter::run(const spec::Program& program) {
 
 namespace {
 
-void encode_statements(Encoder& out, const std::vector<Statement>& statements) {
-  put(out, statements.size(), 4);
-  for (const Statement& s : statements) {
+void encode_statements(Encoder& out, const std::vector<Statement>& log, std::uint32_t begin, std::uint32_t end) {
+  put(out, end - begin, 4);
+  for (std::uint32_t i = begin; i < end; ++i) {
+    const Statement& s = log[i];
     put(out, static_cast<std::uint64_t>(s.op), 1);
     put(out, s.name, 2);
     put(out, s.retain, 1);
@@ -87,11 +92,12 @@ void encode_graph(Encoder& out, const Graph& graph) {
   put(out, graph.freed | (graph.live << 1), 1);
   put(out, graph.nodes.size(), 4);
   for (const Node& n : graph.nodes) {
-    put(out, static_cast<std::uint64_t>(n.kind) | (n.fp8 << 1) | (n.owner << 2), 1);
+    put(out, static_cast<std::uint64_t>(n.kind) | (n.fp8 << 1) | (n.owner << 2) | (n.backward_ran << 3), 1);
     out.put_id(IdKind::Node, n.id);
     put(out, n.module, 2);
     put_position(out, IdKind::Record, n.reentrant);
     put_position(out, IdKind::Frame, n.frame);
+    put(out, n.slot, 4);
   }
 }
 
@@ -115,31 +121,33 @@ void Interpreter::encode(Encoder& out) const {
       out.put_no_id();
     }
     put(out, scope.graph_mark, 4);
-    encode_statements(out, scope.body);
+    if (spec::is_checkpoint(scope.op)) encode_statements(out, log_, scope.body_begin, static_cast<std::uint32_t>(log_.size()));
   }
   put(out, skip_.active | (skip_.until_step << 1), 1);
   put(out, static_cast<std::uint32_t>(skip_.depth), 4);
   encode_graph(out, step_graph_);
   put(out, tapes_.size(), 2);
   for (const Graph& tape : tapes_) encode_graph(out, tape);
-  // Records and frames are named by position (nodes, scopes, a frame's parent): keyed
+  // Records and frames are named by position (by nodes and scopes): keyed
   // entries, dropped once nothing names them.
   for (std::uint32_t i = 0; i < reentrant_.size(); ++i) {
     const ReentrantRecord& r = reentrant_[i];
     out.begin_keyed(IdKind::Record, i);
     out.put_id(IdKind::Capture, r.capture);
     put(out, r.fp8, 1);
-    encode_statements(out, r.body ? *r.body : std::vector<Statement>{});
+    encode_statements(out, log_, r.body.begin, r.body.end);
     out.end_keyed();
   }
   for (std::uint32_t i = 0; i < frames_.size(); ++i) {
     const NonReentrantFrame& f = frames_[i];
     out.begin_keyed(IdKind::Frame, i);
     out.put_id(IdKind::Capture, f.capture);
-    put(out, f.fp8 | (f.recomputed << 1) | (f.closed << 2), 1);
-    put_position(out, IdKind::Frame, f.parent);
+    put(out, f.fp8 | (f.closed << 1), 1);
     put(out, static_cast<std::uint32_t>(f.live_nodes), 4);
-    encode_statements(out, f.body ? *f.body : std::vector<Statement>{});
+    put(out, f.slots, 4);
+    put(out, f.recomputed.size(), 4);
+    for (bool holds : f.recomputed) put(out, holds, 1);
+    encode_statements(out, log_, f.body.begin, f.body.end);
     out.end_keyed();
   }
   out.put_id(IdKind::Capture, next_capture_);
@@ -171,33 +179,37 @@ void Interpreter::feed(const Statement& s) {
     end_step();
     return;
   }
+  if (log_.size() >= std::numeric_limits<std::uint32_t>::max()) {
+    throw std::length_error("Interpreter: more than 2^32 - 1 statements");
+  }
+  const auto at = static_cast<std::uint32_t>(log_.size());
+  log_.push_back(s);
+  run_statement(at);
+}
+
+// One statement of the log, fed at top level or replayed by a recompute. A checkpoint's body
+// is its statements as written, the skipped ones too: a recompute may take a path the
+// original forward did not (raise original / raise recompute).
+void Interpreter::run_statement(std::uint32_t at) {
+  const Statement& s = log_[at];
   if (!step_started_) {
     step_started_ = true;
     observer_->step_begin(step_);
   }
-  // A checkpoint's body is its statements as written, the skipped ones too: a recompute may
-  // take a path the original forward did not (raise original / raise recompute).
-  if (s.op != Op::Close || skip_.active) record_into_open_checkpoints(s);
   if (skip_.active) {
     skip(s);
     return;
   }
   try {
-    execute(s);
+    execute(s, at);
   } catch (const ModelException& e) {
-    unwind(e);  // rethrows when a replay's body raised and nothing in it caught
+    unwind(e, at);  // rethrows when a replay's body raised and nothing in it caught
   }
   if (replay_depth_ == 0 && scopes_.empty()) observer_->top_level_statement_done();
 }
 
 void Interpreter::end_of_file() {
   if (step_started_) end_step();
-}
-
-void Interpreter::record_into_open_checkpoints(const Statement& s) {
-  for (std::size_t i = base_; i < scopes_.size(); ++i) {
-    if (spec::is_checkpoint(scopes_[i].op)) scopes_[i].body.push_back(s);
-  }
 }
 
 void Interpreter::skip(const Statement& s) {
@@ -215,7 +227,7 @@ void Interpreter::skip(const Statement& s) {
   }
 }
 
-void Interpreter::execute(const Statement& s) {
+void Interpreter::execute(const Statement& s, std::uint32_t at) {
   switch (s.op) {
     case Op::AutocastOn:
     case Op::AutocastOff:
@@ -223,10 +235,10 @@ void Interpreter::execute(const Statement& s) {
     case Op::CheckpointNonReentrant:
     case Op::NoGrad:
     case Op::Try:
-      open_scope(s);
+      open_scope(s, at);
       return;
     case Op::Close:
-      close_scope();
+      close_scope(at);
       return;
     case Op::Linear:
       run_module(s.name);
@@ -255,9 +267,10 @@ void Interpreter::execute(const Statement& s) {
 
 // ---- blocks -------------------------------------------------------------------------------
 
-void Interpreter::open_scope(const Statement& s) {
+void Interpreter::open_scope(const Statement& s, std::uint32_t at) {
   Scope scope;
   scope.op = s.op;
+  scope.body_begin = at + 1;
   switch (s.op) {
     case Op::AutocastOn:
     case Op::AutocastOff:
@@ -279,14 +292,15 @@ void Interpreter::open_scope(const Statement& s) {
       observer_->checkpoint_forward_begin(scope.capture);
       break;
     case Op::CheckpointNonReentrant: {
-      // §3.5 NR_FWD: fp8 is read before the body; the body keeps the caller's grad mode.
+      // §3.5 NR_FWD: fp8 is read before the body; the body keeps the caller's grad mode. Its
+      // saved-tensor hook is the innermost from now until it exits.
       scope.capture = next_capture_++;
       scope.frame = static_cast<int>(frames_.size());
       NonReentrantFrame frame;
       frame.capture = scope.capture;
       frame.fp8 = machine_.fp8_enabled();
-      frame.parent = innermost_frame();
       frames_.push_back(frame);
+      packs_.push_back(PackTarget{scope.frame, false});
       fire(spec::CheckpointForwardEnter{scope.capture, false});
       observer_->checkpoint_forward_begin(scope.capture);
       break;
@@ -294,21 +308,18 @@ void Interpreter::open_scope(const Statement& s) {
     default:
       return;
   }
-  scopes_.push_back(std::move(scope));
+  scopes_.push_back(scope);
 }
 
-void Interpreter::close_scope() {
-  Scope scope = std::move(scopes_.back());
+void Interpreter::close_scope(std::uint32_t at) {
+  Scope scope = scopes_.back();
   scopes_.pop_back();
-  Statement close;
-  close.op = Op::Close;
-  record_into_open_checkpoints(close);
-  exit_scope(scope, false);
+  exit_scope(scope, false, at);
 }
 
 // Leaving a block, normally or while an exception unwinds through it (Python `with` rules:
-// every exit runs and sees the exception; none swallows it).
-void Interpreter::exit_scope(Scope& scope, bool exceptional) {
+// every exit runs and sees the exception; none swallows it). Its body ends before `body_end`.
+void Interpreter::exit_scope(Scope& scope, bool exceptional, std::uint32_t body_end) {
   switch (scope.op) {
     case Op::AutocastOn:
     case Op::AutocastOff:
@@ -326,24 +337,25 @@ void Interpreter::exit_scope(Scope& scope, bool exceptional) {
         break;
       }
       ReentrantRecord record;
-      record.body = std::make_shared<const std::vector<Statement>>(std::move(scope.body));
+      record.body = Body{scope.body_begin, body_end};
       record.capture = scope.capture;
       record.fp8 = machine_.fp8_enabled();  // ctx_fp8 is read after the body (§2.4)
-      reentrant_.push_back(std::move(record));
+      reentrant_.push_back(record);
       Node node;
       node.kind = Node::Kind::Checkpoint;
       node.reentrant = static_cast<int>(reentrant_.size()) - 1;
-      record_node(node);
+      record_node(node);  // its save_for_backward goes through the enclosing frame's hook
       break;
     }
     case Op::CheckpointNonReentrant: {
       fire(spec::CheckpointForwardExit{exceptional});
       observer_->checkpoint_forward_end(scope.capture, exceptional);
+      packs_.pop_back();
       NonReentrantFrame& frame = frames_[static_cast<std::size_t>(scope.frame)];
-      frame.body = std::make_shared<const std::vector<Statement>>(std::move(scope.body));
+      frame.body = Body{scope.body_begin, body_end};
       frame.closed = true;
-      // A failed forward's nodes are discarded by whoever catches; one that recorded nothing
-      // has nothing that could trigger its recompute.
+      // A failed forward's nodes are discarded by whoever catches; one that recorded no node
+      // of its own has nothing that could trigger its recompute.
       if (exceptional || frame.live_nodes == 0) release_checkpoint(scope.capture);
       break;
     }
@@ -352,10 +364,10 @@ void Interpreter::exit_scope(Scope& scope, bool exceptional) {
   }
 }
 
-// An exception raised by a statement: every block of the current context exits, innermost
-// first, until a `try` catches it. Uncaught at top level it ends the step; uncaught in a
-// replayed body it propagates out of the recompute.
-void Interpreter::unwind(const ModelException& e) {
+// An exception raised by the statement at `at`: every block of the current context exits,
+// innermost first, until a `try` catches it. Uncaught at top level it ends the step; uncaught
+// in a replayed body it propagates out of the recompute.
+void Interpreter::unwind(const ModelException& e, std::uint32_t at) {
   int unwound = 0;  // blocks exited here: their closing braces are still to come
   while (scopes_.size() > base_) {
     Scope& scope = scopes_.back();
@@ -371,9 +383,9 @@ void Interpreter::unwind(const ModelException& e) {
       skip_ = Skip{true, false, unwound};
       return;
     }
-    Scope popped = std::move(scope);
+    Scope popped = scope;
     scopes_.pop_back();
-    exit_scope(popped, true);
+    exit_scope(popped, true, at + 1);
     ++unwound;
   }
   if (replay_depth_ > 0) throw e;
@@ -454,7 +466,9 @@ void Interpreter::run_backward(const Statement& s) {
   if (graph->freed) throw graph_already_freed();
   // The nodes are copied: a recompute may record into other graphs while we walk this one.
   const std::vector<Node> nodes = graph->nodes;
+  Graph* retained = graph;
   if (!s.retain) {
+    retained = nullptr;
     graph->freed = true;  // torch frees the buffers as it goes, even if backward fails
     if (graph == &step_graph_) {
       step_graph_ = Graph{};
@@ -465,7 +479,7 @@ void Interpreter::run_backward(const Statement& s) {
   fire(spec::BackwardPassBegin{});
   fire(spec::GradPush{false, true});  // the engine runs backward functions with grad off
   try {
-    backpropagate(nodes);
+    backpropagate(nodes, retained);
   } catch (const ModelException&) {
     fire(spec::GradPop{});
     fire(spec::BackwardPassEnd{false});
@@ -481,33 +495,54 @@ void Interpreter::run_backward(const Statement& s) {
 
 // ---- backward engine ----------------------------------------------------------------------
 
-void Interpreter::backpropagate(const std::vector<Node>& nodes) {
-  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-    const Node& node = *it;
-    if (node.frame >= 0) recompute_frame(node.frame);  // first unpack of the frame's tensors
+// Visits `nodes` in reverse. `retained`, when given, is the graph they belong to, kept for
+// another backward: it remembers which module nodes completed their backward.
+void Interpreter::backpropagate(const std::vector<Node>& nodes, Graph* retained) {
+  for (std::size_t i = nodes.size(); i-- > 0;) {
+    const Node& node = nodes[i];
     if (node.kind == Node::Kind::Module) {
+      // §3.3: the first line of the backward, then the unpack of what it saved, the gradient
+      // casts, and the end of the backward (the update, if it owns it).
+      fire(spec::ModuleBackwardBegin{node.module, node.backward_ran});
+      unpack_saved(node);
       observer_->module_backward(node.module, node.fp8);
       fire(spec::ModuleBackward{node.module, node.owner, node.fp8});
-    } else {
-      Graph sub_tape;
-      sub_tape.generation = next_generation_++;
-      // A copy: replaying the body may add records and move this one.
-      const ReentrantRecord record = reentrant_[static_cast<std::size_t>(node.reentrant)];
-      try {
-        recompute(record.capture, record.fp8, record.body, sub_tape);  // §3.5 CKR_BWD
-      } catch (const ModelException&) {
-        abandon_nodes(sub_tape.nodes);  // a failed recompute's graph is never backpropagated
-        throw;
-      }
-      try {
-        backpropagate(sub_tape.nodes);
-      } catch (const ModelException&) {
-        drop_nodes(sub_tape.nodes);
-        throw;
-      }
-      drop_nodes(sub_tape.nodes);  // torch backpropagates the sub-graph without retaining it
+      if (retained != nullptr) retained->nodes[i].backward_ran = true;
+      continue;
     }
+    // §3.5 CKR_BWD: the checkpoint function's backward unpacks its saved inputs first, then
+    // recomputes the body into a sub-graph of fresh nodes and backpropagates that.
+    unpack_saved(node);
+    const ReentrantRecord record = reentrant_[static_cast<std::size_t>(node.reentrant)];
+    Graph sub_tape;
+    sub_tape.generation = next_generation_++;
+    try {
+      recompute(record.capture, record.fp8, record.body, sub_tape);
+    } catch (const ModelException&) {
+      abandon_nodes(sub_tape.nodes);  // a failed recompute's graph is never backpropagated
+      throw;
+    }
+    try {
+      backpropagate(sub_tape.nodes, nullptr);
+    } catch (const ModelException&) {
+      drop_nodes(sub_tape.nodes);
+      throw;
+    }
+    drop_nodes(sub_tape.nodes);  // torch backpropagates the sub-graph without retaining it
   }
+}
+
+// §3.5 "Saved-tensor slots": the unpack of what a node saved through a non-reentrant frame's
+// hook. The first unpack while the frame holds no recomputed slot recomputes it; the table
+// then judges the node's slot (not reached by the recompute, or taken by an earlier unpack).
+void Interpreter::unpack_saved(const Node& node) {
+  if (node.frame < 0) return;
+  const auto at = static_cast<std::size_t>(node.frame);
+  if (frames_[at].recomputed.empty()) recompute_frame(node.frame);
+  std::vector<bool>& taken = frames_[at].recomputed;
+  const bool reached = node.slot < taken.size();
+  fire(spec::SavedTensorUnpack{reached, reached && taken[node.slot]});
+  if (reached) taken[node.slot] = true;
 }
 
 // §3.5 CKR_BWD and NR_RECOMPUTE share one shape: GRAD(on); ARF_ENTER(rc); AC_ENTER(fp8, rc);
@@ -538,25 +573,28 @@ void Interpreter::recompute(CaptureId capture, bool fp8, const Body& body, Graph
   leave();
 }
 
-// §3.5 NR_RECOMPUTE, at most once per frame; an enclosing frame recomputes first. Its graph
-// is never backpropagated.
+// §3.5 NR_RECOMPUTE: the frame's body alone, with its own fp8, under its recomputation hook:
+// what its own nodes save again goes into its `recomputed` slots (a checkpoint nested in the
+// body packs into its own new frame). The recompute's graph is never backpropagated.
 void Interpreter::recompute_frame(int index) {
-  // By index, never by reference: a recompute (the parent's, this one's) may add frames.
-  const auto at = static_cast<std::size_t>(index);
-  if (frames_[at].recomputed) return;
-  if (frames_[at].parent >= 0) recompute_frame(frames_[at].parent);
-  frames_[at].recomputed = true;
-  const NonReentrantFrame copy = frames_[at];
+  // By index, never by reference: the recompute may add frames.
+  const NonReentrantFrame copy = frames_[static_cast<std::size_t>(index)];
   Graph discarded;
   discarded.generation = next_generation_++;
   discarded.live = false;
+  packs_.push_back(PackTarget{index, true});
   try {
     recompute(copy.capture, copy.fp8, copy.body, discarded);
   } catch (const ModelException&) {
+    packs_.pop_back();
     drop_nodes(discarded.nodes);
+    if (!frames_[static_cast<std::size_t>(index)].recomputed.empty()) release_checkpoint(copy.capture);
     throw;
   }
+  packs_.pop_back();
   drop_nodes(discarded.nodes);
+  // Once it holds recomputed slots, the frame never recomputes again.
+  if (!frames_[static_cast<std::size_t>(index)].recomputed.empty()) release_checkpoint(copy.capture);
 }
 
 // Runs a checkpoint's body again, recording into `graph`, as its own context: an exception
@@ -573,9 +611,7 @@ void Interpreter::replay(const Body& body, Graph& graph) {
     current_graph_ = outer_graph;
   };
   try {
-    if (body) {
-      for (const Statement& s : *body) feed(s);
-    }
+    for (std::uint32_t at = body.begin; at < body.end; ++at) run_statement(at);
   } catch (...) {
     restore();
     throw;
@@ -583,11 +619,20 @@ void Interpreter::replay(const Body& body, Graph& graph) {
   restore();
 }
 
+// The node's saved tensor goes through the innermost saved-tensor hook (spec §3.5): into the
+// next slot of the frame whose original forward is running, or into a recompute's slots.
 void Interpreter::record_node(Node node) {
   node.id = next_node_++;
-  node.frame = innermost_frame();
-  for (int f = node.frame; f >= 0; f = frames_[static_cast<std::size_t>(f)].parent) {
-    ++frames_[static_cast<std::size_t>(f)].live_nodes;
+  if (!packs_.empty()) {
+    const PackTarget target = packs_.back();
+    NonReentrantFrame& frame = frames_[static_cast<std::size_t>(target.frame)];
+    if (target.recompute) {
+      frame.recomputed.push_back(false);  // saved again, not yet taken
+    } else {
+      node.frame = target.frame;
+      node.slot = frame.slots++;
+      ++frame.live_nodes;
+    }
   }
   observer_->node_recorded(node.id, node.module, node.kind == Node::Kind::Module && node.owner,
                            current_graph_->live);
@@ -604,8 +649,8 @@ void Interpreter::drop_nodes(const std::vector<Node>& nodes) {
     if (node.kind == Node::Kind::Checkpoint) {
       release_checkpoint(reentrant_[static_cast<std::size_t>(node.reentrant)].capture);
     }
-    for (int f = node.frame; f >= 0; f = frames_[static_cast<std::size_t>(f)].parent) {
-      NonReentrantFrame& frame = frames_[static_cast<std::size_t>(f)];
+    if (node.frame >= 0) {
+      NonReentrantFrame& frame = frames_[static_cast<std::size_t>(node.frame)];
       if (--frame.live_nodes == 0 && frame.closed) release_checkpoint(frame.capture);
     }
   }
@@ -617,13 +662,6 @@ void Interpreter::release_checkpoint(CaptureId capture) {
   released_[capture] = true;
   observer_->checkpoint_dropped(capture);
   fire(spec::CheckpointReleased{capture});
-}
-
-int Interpreter::innermost_frame() const {
-  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
-    if (it->op == Op::CheckpointNonReentrant) return it->frame;
-  }
-  return -1;
 }
 
 // ---- events -----------------------------------------------------------------------------------

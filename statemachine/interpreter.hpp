@@ -2,8 +2,10 @@
 // operations included), keeps the autograd tape, runs backward passes with their recomputes,
 // and models exceptions, `try` and steps. Shared by every semantics.
 //
-// Statements are fed one at a time, exactly as a program grows; a checkpoint keeps the
-// statements of its body so that its recompute can replay them.
+// Statements are fed one at a time, exactly as a program grows; the interpreter keeps them in
+// a log, and a checkpoint keeps the slice of it that is its body, so that its recompute can
+// replay it. Every statement costs time independent of how deep it is nested (the work of
+// recomputes aside, which is the program's own).
 #pragma once
 
 #include <optional>
@@ -60,9 +62,9 @@ class Interpreter : private Hooks {
     spec::Op op = spec::Op::Try;
     // checkpoints
     CaptureId capture = 0;
-    bool grad_at_call = false;          // reentrant: a node is recorded only if grad was on
-    std::vector<spec::Statement> body;  // recorded while open
-    int frame = -1;                     // non-reentrant: its frame
+    bool grad_at_call = false;     // reentrant: a node is recorded only if grad was on
+    std::uint32_t body_begin = 0;  // the first statement of its body in the log
+    int frame = -1;                // non-reentrant: its frame
     // try
     std::uint32_t graph_generation = 0;
     std::size_t graph_mark = 0;
@@ -72,28 +74,34 @@ class Interpreter : private Hooks {
     bool until_step = false;  // an uncaught exception: skip the rest of the step
     int depth = 0;            // blocks opened while skipping
   };
+  // Where a node's saved tensor goes (torch's saved-tensor hooks, innermost only): into the
+  // slots of a non-reentrant checkpoint's original forward, or into what its recompute saves.
+  struct PackTarget {
+    int frame = -1;
+    bool recompute = false;
+  };
 
-  // Statements.
-  void execute(const spec::Statement& s);
-  void open_scope(const spec::Statement& s);
-  void close_scope();
-  void exit_scope(Scope& scope, bool exceptional);
+  // Statements; `at` is the statement's place in the log.
+  void run_statement(std::uint32_t at);
+  void execute(const spec::Statement& s, std::uint32_t at);
+  void open_scope(const spec::Statement& s, std::uint32_t at);
+  void close_scope(std::uint32_t at);
+  void exit_scope(Scope& scope, bool exceptional, std::uint32_t body_end);
   void run_module(spec::ModuleId m);
   void run_recompute_uncaptured();
   void run_save(std::uint16_t tape);
   void run_backward(const spec::Statement& s);
   void skip(const spec::Statement& s);
-  void record_into_open_checkpoints(const spec::Statement& s);
-  void unwind(const ModelException& e);
+  void unwind(const ModelException& e, std::uint32_t at);
   void end_step();
 
   // Backward engine.
-  void backpropagate(const std::vector<Node>& nodes);
+  void backpropagate(const std::vector<Node>& nodes, Graph* retained);
+  void unpack_saved(const Node& node);
   void recompute(CaptureId capture, bool fp8, const Body& body, Graph& graph);
   void recompute_frame(int frame);
   void replay(const Body& body, Graph& graph);
   void record_node(Node node);
-  int innermost_frame() const;
   // Nodes that will never be backpropagated (again): checkpoints they held are released.
   void drop_nodes(const std::vector<Node>& nodes);
   // The same for nodes that never were (a try, an uncaught exception, a failed recompute
@@ -125,10 +133,14 @@ class Interpreter : private Hooks {
   Observer silent_;
   Machine machine_;
 
+  // Every statement fed, in order: checkpoint bodies are slices of it, and a recompute
+  // replays its slice (it never grows during a replay).
+  std::vector<spec::Statement> log_;
   std::vector<Scope> scopes_;
   std::size_t base_ = 0;  // scopes below belong to the context a replay interrupted
   int replay_depth_ = 0;  // recomputes in progress
   Skip skip_;
+  std::vector<PackTarget> packs_;  // innermost last
 
   Graph step_graph_;
   Graph* current_graph_ = &step_graph_;

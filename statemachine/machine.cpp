@@ -88,6 +88,8 @@ template std::optional<spec::RaisedException> Machine::fire(const spec::Recomput
 template std::optional<spec::RaisedException> Machine::fire(const spec::ModulePrepare&);
 template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleClaim&);
 template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleEndForward&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleBackwardBegin&);
+template std::optional<spec::RaisedException> Machine::fire(const spec::SavedTensorUnpack&);
 template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleBackward&);
 template std::optional<spec::RaisedException> Machine::fire(const spec::BackwardPassBegin&);
 template std::optional<spec::RaisedException> Machine::fire(const spec::BackwardPassEnd&);

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "spec/events.hpp"
@@ -12,7 +11,13 @@
 
 namespace fp8sm::statemachine {
 
-using Body = std::shared_ptr<const std::vector<spec::Statement>>;
+// A checkpoint's body: the statements [begin, end) of the interpreter's statement log (every
+// statement fed to it, in order). A slice, not a copy, so that nested checkpoints cost no
+// more than the statements they hold.
+struct Body {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+};
 
 // A reentrant checkpoint's node: its recompute runs `body` at the node's turn in backward.
 struct ReentrantRecord {
@@ -21,16 +26,19 @@ struct ReentrantRecord {
   bool fp8 = false;  // ctx_fp8: fp8_enabled read after the original forward
 };
 
-// A non-reentrant checkpoint: its nodes are the modules recorded inside it; the first of
-// them that backward visits (the last recorded) triggers its recompute, once.
+// A non-reentrant checkpoint (TE's _CheckpointFrame with its saved-tensor hooks, spec §3.5).
+// Its nodes are those recorded while it is the innermost non-reentrant checkpoint open; each
+// saves one tensor through the frame's hook, numbered in recording order (its slot). The first
+// unpack of a slot while `recomputed` is empty recomputes the body, whose own nodes save again
+// into `recomputed`; each unpack then takes its slot (TE leaves None behind).
 struct NonReentrantFrame {
   Body body;  // set when the checkpoint block closes
   CaptureId capture = 0;
-  bool fp8 = false;  // fp8_enabled read before the body
-  bool recomputed = false;
-  int parent = -1;  // enclosing non-reentrant frame, recomputed first
-  bool closed = false;     // its block has closed
-  int live_nodes = 0;      // nodes recorded in it or in its nested frames, not yet dropped
+  bool fp8 = false;     // fp8_enabled read before the body
+  bool closed = false;  // its block has closed
+  int live_nodes = 0;   // its own nodes, not yet dropped
+  std::uint32_t slots = 0;       // frame.count: slots numbered by the original forward
+  std::vector<bool> recomputed;  // frame.recomputed: per slot the recompute saved, true once taken
 };
 
 struct Node {
@@ -40,8 +48,10 @@ struct Node {
   spec::ModuleId module = 0;  // Module
   bool fp8 = false;           // Module: its meta is FP8 (m.fp8 when recorded)
   bool owner = false;         // Module: the saved reduce_and_update_bwd_fp8_tensors flag
+  bool backward_ran = false;  // Module: its backward completed once (a retained graph keeps the node)
   int reentrant = -1;         // Checkpoint: index of its ReentrantRecord
-  int frame = -1;             // innermost non-reentrant frame it was recorded in, or -1
+  int frame = -1;             // the non-reentrant frame whose hook packed what it saved, or -1
+  std::uint32_t slot = 0;     // its slot in that frame
 };
 
 struct Graph {

@@ -124,18 +124,6 @@ R<OwnershipAvailable, ModuleClaim            , OwnershipConsumed  , ClaimOwnersh
 R<OwnershipAvailable, ModuleClaim            , OwnershipConsumed  , DeclineOwnership            , And_<ClaimApplies, Fp8sm>                       >,
 R<OwnershipConsumed , ModuleClaim            , none               , DeclineOwnership            , ClaimApplies                                    >,
 // ----------------------------------------------------------------------------------------
-// §3.3 MB: the owner's backward makes the backward update (upstream, pr3213)
-R<OwnershipAvailable, ModuleBackward         , none               , BackwardUpdate              , And_<NodeIsOwner, Not_<Fp8sm>>                  >,
-R<OwnershipConsumed , ModuleBackward         , none               , BackwardUpdate              , And_<NodeIsOwner, Not_<Fp8sm>>                  >,
-// fp8sm: the backward update belongs to the pass: one, when a pass that ran an FP8 module
-//      backward completes (after its last module backward, whatever the graph's shape)
-R<OwnershipAvailable, ModuleBackward         , none               , CountFp8Backward            , And_<Fp8sm, NodeIsFp8>                          >,
-R<OwnershipConsumed , ModuleBackward         , none               , CountFp8Backward            , And_<Fp8sm, NodeIsFp8>                          >,
-R<OwnershipAvailable, BackwardPassBegin      , none               , ForgetPassBackwards         , Fp8sm                                           >,
-R<OwnershipConsumed , BackwardPassBegin      , none               , ForgetPassBackwards         , Fp8sm                                           >,
-R<OwnershipAvailable, BackwardPassEnd        , none               , UpdateBackwardAtPassEnd     , And_<Fp8sm, And_<PassCompleted, PassRanFp8Backward>> >,
-R<OwnershipConsumed , BackwardPassEnd        , none               , UpdateBackwardAtPassEnd     , And_<Fp8sm, And_<PassCompleted, PassRanFp8Backward>> >,
-// ----------------------------------------------------------------------------------------
 // §3.4 ARF_ENTER(fwd), upstream: FIFO.push_back(F)
 R<OwnershipAvailable, CheckpointForwardEnter , none               , PushBitOntoFifo             , Upstream                                        >,
 R<OwnershipConsumed , CheckpointForwardEnter , none               , PushBitOntoFifo             , Upstream                                        >,
@@ -177,6 +165,39 @@ R<OwnershipAvailable, RecomputeExit          , none               , LeaveRecompu
 R<OwnershipAvailable, RecomputeExit          , OwnershipConsumed  , LeaveRecomputeFrame         , And_<Pr3213OrFp8sm, Not_<BitBeforeFrame>>              >,
 R<OwnershipConsumed , RecomputeExit          , OwnershipAvailable , LeaveRecomputeFrame         , And_<Pr3213OrFp8sm, BitBeforeFrame>                    >,
 R<OwnershipConsumed , RecomputeExit          , none               , LeaveRecomputeFrame         , And_<Pr3213OrFp8sm, Not_<BitBeforeFrame>>              >
+>;
+
+// ===== Region 0 continued: backward (the ownership region's rows for module backward) =====
+using BackwardRows = mpl::vector<
+//  Start               | Event                  | Next               | Action                      | Guard
+// §3.3 a module node's backward runs at most once in TE (>= 2.16): a completed backward sets
+//      its ctx.backward_objects to None, so the second backward of a retained graph through it
+//      raises AttributeError on its first line, before any unpack. fp8sm's Linear keeps what
+//      its backward needs: a retained graph backpropagates again (no row: nothing happens).
+R<OwnershipAvailable, ModuleBackwardBegin    , none               , RaiseBackwardObjectsFreed   , And_<Not_<Fp8sm>, NodeRanBackward>              >,
+R<OwnershipConsumed , ModuleBackwardBegin    , none               , RaiseBackwardObjectsFreed   , And_<Not_<Fp8sm>, NodeRanBackward>              >,
+// ----------------------------------------------------------------------------------------
+// §3.5 saved-tensor slots of a non-reentrant frame, at each unpack (after the recompute it
+//      triggered): a slot the recompute did not reach raises IndexError; a slot an earlier
+//      unpack took holds None in TE, which torch refuses with TypeError. fp8sm's frame keeps
+//      a retained graph's recomputed tensors, so its second backward unpacks them again
+//      (checkpointing then changes nothing a retained graph can do: I8).
+R<OwnershipAvailable, SavedTensorUnpack      , none               , RaiseSlotNotRecomputed      , Not_<SlotReached>                               >,
+R<OwnershipConsumed , SavedTensorUnpack      , none               , RaiseSlotNotRecomputed      , Not_<SlotReached>                               >,
+R<OwnershipAvailable, SavedTensorUnpack      , none               , RaiseSlotAlreadyTaken       , And_<Not_<Fp8sm>, SlotTaken>                    >,
+R<OwnershipConsumed , SavedTensorUnpack      , none               , RaiseSlotAlreadyTaken       , And_<Not_<Fp8sm>, SlotTaken>                    >,
+// ----------------------------------------------------------------------------------------
+// §3.3 MB: the owner's backward makes the backward update (upstream, pr3213)
+R<OwnershipAvailable, ModuleBackward         , none               , BackwardUpdate              , And_<NodeIsOwner, Not_<Fp8sm>>                  >,
+R<OwnershipConsumed , ModuleBackward         , none               , BackwardUpdate              , And_<NodeIsOwner, Not_<Fp8sm>>                  >,
+// fp8sm: the backward update belongs to the pass: one, when a pass that ran an FP8 module
+//      backward completes (after its last module backward, whatever the graph's shape)
+R<OwnershipAvailable, ModuleBackward         , none               , CountFp8Backward            , And_<Fp8sm, NodeIsFp8>                          >,
+R<OwnershipConsumed , ModuleBackward         , none               , CountFp8Backward            , And_<Fp8sm, NodeIsFp8>                          >,
+R<OwnershipAvailable, BackwardPassBegin      , none               , ForgetPassBackwards         , Fp8sm                                           >,
+R<OwnershipConsumed , BackwardPassBegin      , none               , ForgetPassBackwards         , Fp8sm                                           >,
+R<OwnershipAvailable, BackwardPassEnd        , none               , UpdateBackwardAtPassEnd     , And_<Fp8sm, And_<PassCompleted, PassRanFp8Backward>> >,
+R<OwnershipConsumed , BackwardPassEnd        , none               , UpdateBackwardAtPassEnd     , And_<Fp8sm, And_<PassCompleted, PassRanFp8Backward>> >
 >;
 
 // ===== Region 1: checkpoint (region, phase) and the module rows that depend on it ========
@@ -289,9 +310,9 @@ R<GradDisabled      , GradPop                , none               , PopGrad     
 // clang-format on
 
 // Boost.MPL's numbered vectors stop at 50 elements; appending grows them without a limit.
-using AllRows = mpl::copy<
-    AutocastAndGradRows,
-    mpl::back_inserter<mpl::copy<CheckpointRows, mpl::back_inserter<OwnershipRows>>::type>>::type;
+template <class Front, class Back>
+using Concat = typename mpl::copy<Back, mpl::back_inserter<Front>>::type;
+using AllRows = Concat<Concat<Concat<OwnershipRows, BackwardRows>, CheckpointRows>, AutocastAndGradRows>;
 
 }  // namespace table
 

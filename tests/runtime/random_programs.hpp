@@ -19,36 +19,48 @@ namespace fp8sm::test_support {
 
 constexpr int kModules = 3;
 
-// A well-formed program of the subset ScenarioOnRuntime runs, from a list of choices: each
-// choice picks one of the statements the language allows at that point (closing the innermost
-// block among them), so RapidCheck shrinks programs by shrinking choices. No non-reentrant
-// checkpoint inside another (the runtime refuses it).
+// A well-formed program of the language ScenarioOnRuntime runs (all of it but
+// recompute_uncaptured), from a list of choices: each choice picks one of the statements the
+// language allows at that point (closing the innermost block among them), so RapidCheck
+// shrinks programs by shrinking choices. Checkpoints of both kinds nest any way; `save` and
+// `backward [TAPE] [retain]` stand outside checkpoints, a tape's backward after its save.
 inline spec::Program program_from(const std::vector<int>& choices) {
   using spec::Op;
   using spec::Statement;
+  constexpr std::uint16_t kTapes = 2;
   spec::Program program;
   for (int m = 0; m < kModules; ++m) program.module_names.push_back("L" + std::to_string(m));
-  program.tape_names.push_back("A");
+  for (std::uint16_t t = 0; t < kTapes; ++t) program.tape_names.push_back(std::string(1, static_cast<char>('A' + t)));
   std::vector<Op> open;
-  auto make = [](Op op, std::uint16_t name = 0) {
+  std::vector<bool> saved(kTapes, false);
+  auto make = [](Op op, std::uint16_t name = 0, bool retain = false) {
     Statement s;
     s.op = op;
     s.name = name;
+    s.retain = retain;
     return s;
   };
   for (int choice : choices) {
     const bool in_checkpoint = std::any_of(open.begin(), open.end(), spec::is_checkpoint);
-    const bool in_non_reentrant = std::find(open.begin(), open.end(), Op::CheckpointNonReentrant) != open.end();
     std::vector<Statement> allowed;
-    for (Op op : {Op::AutocastOn, Op::AutocastOff, Op::CheckpointReentrant, Op::NoGrad, Op::Try}) allowed.push_back(make(op));
-    if (!in_non_reentrant) allowed.push_back(make(Op::CheckpointNonReentrant));
+    for (Op op : {Op::AutocastOn, Op::AutocastOff, Op::CheckpointReentrant, Op::CheckpointNonReentrant, Op::NoGrad,
+                  Op::Try}) {
+      allowed.push_back(make(op));
+    }
     for (int m = 0; m < kModules; ++m) {
       allowed.push_back(make(Op::Linear, static_cast<std::uint16_t>(m)));
       allowed.push_back(make(Op::Linear, static_cast<std::uint16_t>(m)));  // modules twice as likely
     }
     for (Op op : {Op::RaiseAlways, Op::RaiseOriginal, Op::RaiseRecompute}) allowed.push_back(make(op));
     if (!in_checkpoint) {  // backward three times as likely: it is what runs recomputes
-      for (int i = 0; i < 3; ++i) allowed.push_back(make(Op::Backward, spec::kCurrentGraph));
+      for (int i = 0; i < 3; ++i) allowed.push_back(make(Op::Backward, spec::kCurrentGraph, i == 0));
+      for (std::uint16_t t = 0; t < kTapes; ++t) {
+        allowed.push_back(make(Op::Save, t));
+        if (saved[t]) {
+          allowed.push_back(make(Op::Backward, t, false));
+          allowed.push_back(make(Op::Backward, t, true));
+        }
+      }
     }
     if (open.empty()) allowed.push_back(make(Op::Step));
     if (!open.empty()) {
@@ -58,10 +70,25 @@ inline spec::Program program_from(const std::vector<int>& choices) {
     const Statement s = allowed[static_cast<std::size_t>(choice) % allowed.size()];
     if (spec::opens_block(s.op)) open.push_back(s.op);
     if (s.op == Op::Close) open.pop_back();
+    if (s.op == Op::Save) saved[s.name] = true;
     program.statements.push_back(s);
   }
   for (; !open.empty(); open.pop_back()) program.statements.push_back(make(Op::Close));
   return program;
+}
+
+// Whether a non-reentrant checkpoint opens inside another.
+inline bool nested_non_reentrant(const spec::Program& program) {
+  std::vector<spec::Op> open;
+  for (const spec::Statement& s : program.statements) {
+    if (s.op == spec::Op::CheckpointNonReentrant &&
+        std::find(open.begin(), open.end(), spec::Op::CheckpointNonReentrant) != open.end()) {
+      return true;
+    }
+    if (spec::opens_block(s.op)) open.push_back(s.op);
+    if (s.op == spec::Op::Close) open.pop_back();
+  }
+  return false;
 }
 
 // A random program of up to 40 choices (RapidCheck shrinks the choices).
@@ -75,6 +102,9 @@ inline spec::Program random_program() {
   RC_CLASSIFY(has([](const Statement& s) { return s.op == Op::Backward; }), "backward");
   RC_CLASSIFY(has([](const Statement& s) { return s.op == Op::RaiseAlways || s.op == Op::RaiseOriginal || s.op == Op::RaiseRecompute; }), "raise");
   RC_CLASSIFY(has([](const Statement& s) { return s.op == Op::Try; }), "try");
+  RC_CLASSIFY(has([](const Statement& s) { return s.op == Op::Backward && s.retain; }), "retain");
+  RC_CLASSIFY(has([](const Statement& s) { return s.op == Op::Save; }), "save");
+  RC_CLASSIFY(nested_non_reentrant(program), "nested non-reentrant");
   return program;
 }
 

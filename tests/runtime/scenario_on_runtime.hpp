@@ -1,14 +1,15 @@
-// Runs a scenario program (a subset of the scenario language) as a training program on the
-// runtime, so that the property tests can compare the runtime with the model statement for
-// statement. Every `linear Lk` is a 4x4 Linear applied to the running activation; a checkpoint
-// block is a checkpointed function of it; `try` catches what its body raised and discards what
-// the body recorded; an uncaught exception ends the step's work (the rest of the step is
-// skipped, as in the model).
+// Runs a scenario program as a training program on the runtime, so that the property tests can
+// compare the runtime with the model statement for statement. Every `linear Lk` is a 4x4
+// Linear applied to the running activation; a checkpoint block is a checkpointed function of
+// it; `try` catches what its body raised and discards what the body recorded; `save` and
+// `backward [TAPE] [retain]` are the context's save_graph and backward; an uncaught exception
+// ends the step's work (the rest of the step is skipped, as in the model).
 //
-// Not covered: save / backward of a named tape, backward retain, recompute_uncaptured.
+// Not covered: recompute_uncaptured (the runtime builds no recompute context of its own).
 #pragma once
 
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,9 +26,9 @@ struct ProgramRaised : std::runtime_error {
 };
 
 // The runtime refused the program where the model goes on: backward with nothing recorded
-// (the model runs an empty pass), or a non-reentrant recompute that took another path than its
-// forward (torch's CheckpointError; the model keeps no saved tensors). The property discards
-// such programs.
+// (the model runs an empty pass), or a non-reentrant recompute that recorded another node at a
+// slot than its forward did (CheckpointError: TE would hand over the wrong tensors; the model
+// keeps none). The property discards such programs.
 struct RuntimeRefused : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -75,6 +76,9 @@ class ScenarioOnRuntime {
       } catch (const runtime::StateError& e) {
         raised.push_back(e.kind());
         skipping = true;
+      } catch (const GraphFreed&) {
+        raised.push_back("RuntimeError");  // what torch raises; the model's kind
+        skipping = true;
       } catch (const runtime::CheckpointError& e) {
         throw RuntimeRefused(e.what());
       }
@@ -98,6 +102,10 @@ class ScenarioOnRuntime {
   };
 
   static runtime::Matrix input() { return runtime::Matrix(2, 4, 0.5f); }
+
+  // A second backward of a graph freed by the first: the runtime refuses it as misuse, torch
+  // (and the model) raise RuntimeError.
+  struct GraphFreed {};
 
   static Block parse(const std::vector<spec::Statement>& statements) {
     std::size_t at = 0;
@@ -134,9 +142,12 @@ class ScenarioOnRuntime {
       case Op::RaiseRecompute:
         if (context_.in_recompute()) throw ProgramRaised();
         return h;
+      case Op::Save:
+        context_.save_graph(tape_name(s.name));
+        freed_tapes_.erase(tape_name(s.name));
+        return h;
       case Op::Backward:
-        if (!context_.has_recorded()) throw RuntimeRefused("backward with nothing recorded");
-        context_.backward(runtime::Matrix(h.rows, h.cols, 1.0f));
+        backward(s, runtime::Matrix(h.rows, h.cols, 1.0f));
         return h;
       case Op::AutocastOn:
       case Op::AutocastOff: {
@@ -164,6 +175,7 @@ class ScenarioOnRuntime {
           return execute_body(*item.block, h);
         } catch (const ProgramRaised&) {
         } catch (const runtime::StateError&) {
+        } catch (const GraphFreed&) {
         }
         context_.discard_since(mark);
         return h;
@@ -173,8 +185,28 @@ class ScenarioOnRuntime {
     }
   }
 
+  static std::string tape_name(std::uint16_t tape) { return "tape" + std::to_string(tape); }
+
+  // The model runs an empty pass over an empty graph (the current graph is a fresh one after
+  // a backward without retain); the runtime refuses: such programs are discarded. A tape freed
+  // by a backward without retain raises RuntimeError at its next backward, in torch and in the
+  // model; the runtime refuses it as misuse.
+  void backward(const spec::Statement& s, const runtime::Matrix& grad) {
+    if (s.name == spec::kCurrentGraph) {
+      if (!context_.has_recorded()) throw RuntimeRefused("backward with nothing recorded");
+      context_.backward(grad, s.retain);
+      return;
+    }
+    const std::string tape = tape_name(s.name);
+    if (freed_tapes_.count(tape) != 0) throw GraphFreed{};
+    if (!context_.has_recorded(tape)) throw RuntimeRefused("backward of an empty tape");
+    if (!s.retain) freed_tapes_.insert(tape);
+    context_.backward(tape, grad, s.retain);
+  }
+
   runtime::Context context_;
   std::vector<std::unique_ptr<runtime::Linear>> modules_;
+  std::set<std::string> freed_tapes_;  // freed by a backward without retain, until saved again
 };
 
 }  // namespace fp8sm::test_support

@@ -2,6 +2,9 @@
 // TE, checkpoint transparency of training under fp8sm, and misuse refused without a trace.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "examples/mlp.hpp"
@@ -363,21 +366,124 @@ TEST(RuntimeRegressions, ARecomputeInAnotherPrecisionThanItsForward) {
   }
 }
 
-// A non-reentrant recompute that takes another path than its forward (`raise original` is
-// caught in the forward only) cannot give the forward's nodes their tensors back: torch raises
-// CheckpointError, and so does the runtime.
-TEST(RuntimeRegressions, ANonReentrantRecomputeOnAnotherPathIsACheckpointError) {
+// Saved-tensor slots (spec §3.5) on the runtime as on the model: a recompute that saves more
+// than its forward raises nothing (L0's first recomputed twin goes to the forward's L0); one
+// that saves less raises IndexError at the unpack, after the recompute ran.
+TEST(RuntimeCheckpointSlots, LongerAndShorterRecomputesAsTheModel) {
+  for (spec::Semantics s : spec::kAllSemantics) {
+    expect_runtime_as_model(
+        "autocast on {\n  checkpoint nonreentrant {\n    try {\n      raise original\n      linear L0\n    }\n"
+        "    linear L0\n  }\n}\nbackward\n",
+        s);
+    expect_runtime_as_model(
+        "autocast on {\n  checkpoint nonreentrant {\n    try {\n      raise recompute\n      linear L0\n    }\n"
+        "  }\n}\nbackward\n",
+        s);
+  }
+}
+
+// A recompute that records another module at a slot than the forward did: TE would hand L0's
+// saved tensors to L1 (silently wrong, or a shape error later); the runtime refuses with
+// CheckpointError, naming the checkpoint and the slot. (The model keeps no tensors and goes on:
+// the property test discards such programs.)
+TEST(RuntimeCheckpointSlots, AnotherModuleAtASlotIsACheckpointError) {
   runtime::Recipe recipe;
   recipe.reduce_amax = false;
   test_support::ScenarioOnRuntime on_runtime(spec::Semantics::Fp8sm, recipe, 3);
   const spec::Program program = spec::parse_scenario(
-      "checkpoint nonreentrant {\n  try {\n    raise original\n    linear L0\n  }\n  linear L0\n}\nbackward\n");
+      "checkpoint nonreentrant {\n  try {\n    raise original\n    linear L0\n  }\n  linear L1\n}\nbackward\n");
   try {
     on_runtime.run(program);
     ADD_FAILURE() << "no error";
   } catch (const test_support::RuntimeRefused& e) {
-    EXPECT_NE(std::string(e.what()).find("recorded 2 nodes where its forward recorded 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("checkpoint #0 recorded another node at slot 0"), std::string::npos)
+        << e.what();
   }
+}
+
+// Nested non-reentrant checkpoints (each frame recomputes alone, at a node of its own), a
+// checkpoint of either kind inside a recompute, and retained graphs' second backwards
+// (AttributeError through TE's Linear, TypeError for a taken slot; fp8sm runs both): the
+// runtime as the model, for the corpus files that show them.
+TEST(RuntimeCheckpointSlots, NestedFramesAndRetainedGraphsAsTheModel) {
+  for (const char* file : {"edge-nested-nonreentrant-outer-without-nodes.scn", "edge-nested-nonreentrant-outer-with-nodes.scn",
+                           "edge-checkpoint-inside-a-recompute.scn", "edge-nonreentrant-slot-taken-twice.scn",
+                           "edge-linear-second-backward-of-a-retained-graph.scn"}) {
+    std::ifstream in(std::string(FP8SM_SOURCE_DIR) + "/tests/scenarios/" + file);
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSERT_FALSE(text.str().empty()) << file;
+    for (spec::Semantics s : spec::kAllSemantics) {
+      SCOPED_TRACE(std::string(file) + " " + std::string(spec::name(s)));
+      expect_runtime_as_model(text.str(), s);
+    }
+  }
+}
+
+// The runtime's own nested frames, written as a program would: an outer checkpoint whose
+// function calls an inner one. Training is bit for bit the same as without checkpoints under
+// fp8sm (spec §5 I8), and only the inner frame recomputes when the outer records nothing.
+TEST(RuntimeCheckpointSlots, NestedNonReentrantCheckpointsTrainAsWithout) {
+  auto train = [](bool checkpointed) {
+    runtime::Context ctx(runtime::Recipe{});
+    runtime::Linear l0(ctx, "L0", 4, 8, 1), l1(ctx, "L1", 8, 4, 2);
+    std::vector<float> trace;
+    for (int step = 0; step < 3; ++step) {
+      Matrix y;
+      {
+        runtime::Autocast fp8(ctx);
+        auto inner = [&](const Matrix& h) { return l1.forward(runtime::relu(ctx, h)); };
+        auto outer = [&](const Matrix& x) {
+          const Matrix h = l0.forward(x);
+          return checkpointed ? runtime::checkpoint(ctx, runtime::CheckpointMode::NonReentrant, inner, h) : inner(h);
+        };
+        const Matrix x(3, 4, 0.5f + 0.1f * static_cast<float>(step));
+        y = checkpointed ? runtime::checkpoint(ctx, runtime::CheckpointMode::NonReentrant, outer, x) : outer(x);
+      }
+      ctx.backward(Matrix(y.rows, y.cols, 1.0f));
+      const runtime::StepCounts counts = ctx.end_step();
+      EXPECT_EQ(counts.forward_updates, 1);
+      EXPECT_EQ(counts.backward_updates, 1);
+      const runtime::Context& view = ctx;
+      for (spec::ModuleId m = 0; m < 2; ++m) {
+        trace.insert(trace.end(), view.meta(m).forward.scale.begin(), view.meta(m).forward.scale.end());
+        trace.insert(trace.end(), view.meta(m).backward.scale.begin(), view.meta(m).backward.scale.end());
+        trace.insert(trace.end(), view.meta(m).forward.amax_history.begin(), view.meta(m).forward.amax_history.end());
+        trace.insert(trace.end(), view.meta(m).backward.amax_history.begin(), view.meta(m).backward.amax_history.end());
+      }
+      trace.insert(trace.end(), y.values.begin(), y.values.end());
+    }
+    return trace;
+  };
+  const std::vector<float> with = train(true), without = train(false);
+  ASSERT_EQ(with.size(), without.size());
+  EXPECT_EQ(0, std::memcmp(with.data(), without.data(), with.size() * sizeof(float)));
+}
+
+// Saved graphs by name (the language's `save` / `backward TAPE`), misuse refused.
+TEST(RuntimeMisuse, SavedGraphsAndBackwardInsideACheckpoint) {
+  Fixture f;
+  EXPECT_NE(message_of([&] { f.ctx.backward("A", Matrix(2, 4, 1.0f)); }).find("no graph was saved as 'A'"),
+            std::string::npos);
+  {
+    runtime::Autocast fp8(f.ctx);
+    f.l0.forward(f.x);
+  }
+  f.ctx.save_graph("A");
+  EXPECT_FALSE(f.ctx.has_recorded());
+  EXPECT_TRUE(f.ctx.has_recorded("A"));
+  f.ctx.end_step();  // saved graphs outlive the step
+  f.ctx.backward("A", Matrix(2, 4, 1.0f));
+  EXPECT_EQ(f.ctx.end_step().backward_updates, 1);
+  EXPECT_NE(message_of([&] { f.ctx.backward("A", Matrix(2, 4, 1.0f)); }).find("already backpropagated and freed"),
+            std::string::npos);
+  // backward or save inside a checkpoint's function: its recompute would run them again.
+  runtime::checkpoint(f.ctx, runtime::CheckpointMode::NonReentrant, [&](const Matrix& h) {
+    EXPECT_NE(message_of([&] { f.ctx.backward(Matrix(2, 4, 1.0f)); }).find("inside a checkpoint's function"),
+              std::string::npos);
+    EXPECT_NE(message_of([&] { f.ctx.save_graph("B"); }).find("inside a checkpoint's function"), std::string::npos);
+    return f.l0.forward(h);
+  }, f.x);
 }
 
 }  // namespace
