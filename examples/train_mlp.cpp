@@ -9,9 +9,12 @@
 #include <iostream>
 
 #include "examples/mlp.hpp"
+#include "runtime/backends.hpp"
 
+// Exit status: 0 trained, 1 training failed (e.g. the chosen GPU backend is not usable here),
+// 2 bad options. Nothing is printed on standard output before the options are validated.
 int main(int argc, char** argv) {
-  CLI::App app{"train_mlp: a small MLP regression trained in FP8 with the fp8sm runtime"};
+  CLI::App app{"train_mlp: a small MLP regression trained in FP8 with the fp8sm runtime", "train_mlp"};
   std::string checkpoint = "none";
   std::string granularity = "single";
   std::string semantics = "fp8sm";
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
     if (!parsed) throw std::invalid_argument("unknown semantics '" + semantics + "' (expected fp8sm, upstream or pr3213)");
     options.semantics = *parsed;
     if (options.steps < 1) throw std::invalid_argument("--steps must be 1 or more");
+    fp8sm::runtime::require_backend(options.backend);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
@@ -37,9 +41,12 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     std::cerr << "train_mlp: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::exception& e) {  // a backend this machine cannot run
+    std::cerr << "train_mlp: error: " << e.what() << "\n";
+    return 1;
   }
-  std::printf("step  loss  forward_updates  backward_updates\n");
   try {
+    std::printf("step  loss  forward_updates  backward_updates\n");
     const auto result = fp8sm::examples::train_mlp(options, [](const fp8sm::examples::StepReport& r) {
       std::printf("%d  %.6f  %d  %d\n", r.step, static_cast<double>(r.loss), r.counts.forward_updates,
                   r.counts.backward_updates);
@@ -48,7 +55,8 @@ int main(int argc, char** argv) {
     const auto& last = result.steps.back();
     std::printf("loss %.6f -> %.6f\n", static_cast<double>(first.loss), static_cast<double>(last.loss));
   } catch (const std::exception& e) {
-    std::cerr << "train_mlp: " << e.what() << "\n";
+    std::fflush(stdout);
+    std::cerr << "train_mlp: error: " << e.what() << "\n";
     return 1;
   }
   return 0;

@@ -10,10 +10,21 @@
 //   explorer invariants                  the invariants, one line each
 //   explorer table                       the transition table, one row a line
 //
-// Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or bad input.
+// Options may stand before or after the command; an option the command does not take is an
+// error, never ignored.
+//
+// Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or bad input (also a
+// resource the run could not get), 3 a search stopped by a budget before it finished with no
+// violation found in what it explored.
 #include <CLI/CLI.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <system_error>
 
 #include <cctype>
 #include <cstdint>
@@ -41,6 +52,8 @@ using namespace fp8sm;
 constexpr int kClean = 0;
 constexpr int kViolations = 1;
 constexpr int kUsageError = 2;
+constexpr int kIncomplete = 3;
+constexpr int kMaxThreads = 256;
 
 struct UsageError {
   std::string message;
@@ -56,20 +69,52 @@ struct LoadedScenario {
   spec::Program program;
 };
 
-// A path to a scenario file, or the name (or §7 row) of a catalogue entry.
-LoadedScenario load_scenario(const std::string& file_or_name) {
-  std::ifstream file(file_or_name);
-  if (file) {
-    std::stringstream text;
-    text << file.rdbuf();
-    return LoadedScenario{file_or_name, spec::parse_scenario(text.str(), file_or_name)};
+// The whole text of the regular file at `path`, or a UsageError saying why not.
+std::string read_scenario_file(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    throw UsageError{"cannot read '" + path + "': " + std::strerror(errno)};
   }
-  if (const spec::CatalogueEntry* entry = spec::find_catalogue_entry(file_or_name)) {
+  if (S_ISDIR(info.st_mode)) {
+    const bool in_catalogue = spec::find_catalogue_entry(path) != nullptr;
+    throw UsageError{"'" + path + "' is a directory, not a scenario file" +
+                     (in_catalogue ? " (for the catalogue entry, write 'catalogue:" + path + "')" : std::string())};
+  }
+  if (!S_ISREG(info.st_mode)) throw UsageError{"'" + path + "' is not a regular file"};
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw UsageError{"cannot read '" + path + "': " + std::strerror(errno)};
+  std::string text;
+  char buffer[1 << 16];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+  const bool failed = std::ferror(file) != 0;
+  const int error = errno;
+  std::fclose(file);
+  if (failed) throw UsageError{"cannot read '" + path + "': " + std::strerror(error)};
+  return text;
+}
+
+// `catalogue:NAME` or `catalogue:ROW` is always the catalogue; otherwise a path that exists is
+// a scenario file (read in full, or an error), and anything else a catalogue name or row.
+LoadedScenario load_scenario(const std::string& file_or_name) {
+  constexpr std::string_view kPrefix = "catalogue:";
+  const bool forced = file_or_name.compare(0, kPrefix.size(), kPrefix) == 0;
+  const std::string name = forced ? file_or_name.substr(kPrefix.size()) : file_or_name;
+  struct stat info {};
+  if (!forced) {
+    if (::stat(file_or_name.c_str(), &info) == 0) {
+      return LoadedScenario{file_or_name, spec::parse_scenario(read_scenario_file(file_or_name), file_or_name)};
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+      throw UsageError{"cannot read '" + file_or_name + "': " + std::strerror(errno)};
+    }
+  }
+  if (const spec::CatalogueEntry* entry = spec::find_catalogue_entry(name)) {
     return LoadedScenario{entry->name + " (row " + std::to_string(entry->row) + ": " + entry->title + ")",
                           spec::parse_scenario(entry->text, "catalogue:" + entry->name)};
   }
-  throw UsageError{"no scenario file or catalogue entry named '" + file_or_name +
-                   "' (see 'explorer list')"};
+  if (forced) throw UsageError{"no catalogue entry named '" + name + "' (see 'explorer list')"};
+  throw UsageError{"no scenario file or catalogue entry named '" + file_or_name + "' (see 'explorer list')"};
 }
 
 bool any_violation(const explorer::ScenarioReport& report) {
@@ -159,7 +204,9 @@ int depth_command(explorer::SearchOptions options, const std::string& semantics,
   if (!checks.empty()) options.checks = checks_option(checks);
   if (options.depth < 0) throw UsageError{"--depth: must be 0 or more"};
   if (options.alphabet.modules < 1 || options.alphabet.modules > 16) throw UsageError{"--modules: must be 1 to 16"};
-  if (options.threads < 1) throw UsageError{"--threads: must be 1 or more"};
+  if (options.threads < 1 || options.threads > kMaxThreads) {
+    throw UsageError{"--threads: must be 1 to " + std::to_string(kMaxThreads)};
+  }
   // A progress line on a terminal, for runs of more than a second.
   const bool show_progress = !json && isatty(STDERR_FILENO) != 0;
   auto progress = [&](const explorer::LayerStats& layer, double seconds) {
@@ -175,7 +222,8 @@ int depth_command(explorer::SearchOptions options, const std::string& semantics,
   } else {
     explorer::print_search_text(std::cout, options, result);
   }
-  return result.counterexamples.empty() ? kClean : kViolations;
+  if (!result.counterexamples.empty()) return kViolations;
+  return result.complete ? kClean : kIncomplete;
 }
 
 int list_command() {
@@ -198,78 +246,128 @@ int table_command() {
   return kClean;
 }
 
+// The options, each declared once for the whole program: it may stand before or after the
+// command, and each command checks that it takes every option it was given.
+struct Options {
+  std::optional<int> depth;
+  std::optional<std::string> semantics;
+  std::string checks;
+  std::string max_memory;
+  std::string max_states;
+  bool json = false;
+  bool no_symmetry = false;
+  bool no_canonical_ids = false;
+  explorer::SearchOptions search;
+};
+
+// Refuses every option given on the command line that `command` does not take.
+void only(const CLI::App& app, const std::string& command, std::initializer_list<const char*> taken) {
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->count() == 0 || option->get_name() == "--help") continue;
+    bool ok = false;
+    for (const char* name : taken) ok = ok || option->get_name() == name;
+    if (!ok) throw UsageError{option->get_name() + " is not an option of " + command + " (see 'explorer --help')"};
+  }
+}
+
+std::uint64_t max_states_option(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+    throw UsageError{"--max-states: '" + text + "' is not a count (0 or more; 0: no limit)"};
+  }
+  try {
+    return std::stoull(text);
+  } catch (const std::exception&) {
+    throw UsageError{"--max-states: '" + text + "' is too large"};
+  }
+}
+
+int dispatch(CLI::App& app, Options& o, const CLI::App* run, const std::string& target, const CLI::App* catalogue,
+             const CLI::App* list, const CLI::App* invariants, const CLI::App* table) {
+  if (app.get_subcommands().empty()) {
+    if (!o.depth) throw UsageError{"give a command (run, catalogue, list, invariants, table) or --depth N"};
+    o.search.depth = *o.depth;
+    o.search.alphabet.symmetry = !o.no_symmetry;
+    o.search.canonical_ids = !o.no_canonical_ids;
+    if (!o.max_states.empty()) o.search.max_states = max_states_option(o.max_states);
+    return depth_command(o.search, o.semantics.value_or("fp8sm"), o.checks, o.max_memory, o.json);
+  }
+  if (*run) {
+    only(app, "run", {"--semantics", "--json"});
+    return run_command(target, o.semantics.value_or("fp8sm"), o.json);
+  }
+  if (*catalogue) {
+    only(app, "catalogue", {"--semantics"});
+    return catalogue_command(o.semantics);
+  }
+  only(app, app.get_subcommands().front()->get_name(), {});
+  if (*list) return list_command();
+  if (*invariants) return invariants_command();
+  if (*table) return table_command();
+  return kUsageError;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"explorer: model checker for TE-style FP8 ownership, autocast and checkpoint state"};
+  CLI::App app{"explorer: model checker for TE-style FP8 ownership, autocast and checkpoint state",
+               "explorer"};
   app.require_subcommand(0, 1);
+  app.fallthrough();  // options after a command are the program's options too
 
-  explorer::SearchOptions search;
-  std::optional<int> depth;
-  std::string search_semantics = "fp8sm";
-  std::string checks;
-  bool no_symmetry = false;
-  bool search_json = false;
-  app.add_option("--depth", depth, "explore every program of up to N statements");
-  app.add_option("--semantics", search_semantics, "with --depth: fp8sm, upstream or pr3213 (default fp8sm)");
-  app.add_option("--modules", search.alphabet.modules, "with --depth: module names L0.. (default 2)");
-  app.add_option("--check", checks, "with --depth: only these invariants, e.g. I1,I4");
-  app.add_option("--threads", search.threads, "with --depth: worker threads (default 1)");
-  app.add_option("--max-states", search.max_states, "with --depth: stop past this many states (0: none)");
-  std::string max_memory;
-  app.add_option("--max-memory", max_memory,
+  Options o;
+  app.add_option("--depth", o.depth, "explore every program of up to N statements");
+  app.add_option("--semantics", o.semantics,
+                 "fp8sm, upstream or pr3213 (default fp8sm; with catalogue: only this one)");
+  app.add_option("--modules", o.search.alphabet.modules, "with --depth: module names L0.. (1 to 16, default 2)");
+  app.add_option("--check", o.checks, "with --depth: only these invariants, e.g. I1,I4");
+  app.add_option("--threads", o.search.threads,
+                 "with --depth: worker threads (1 to " + std::to_string(kMaxThreads) + ", default 1)");
+  app.add_option("--max-states", o.max_states, "with --depth: stop past this many states (0: no limit)");
+  app.add_option("--max-memory", o.max_memory,
                  "with --depth: stop before the stored states need more than this (e.g. 4G; default: no limit)");
-  bool no_canonical_ids = false;
-  app.add_flag("--no-canonical-ids", no_canonical_ids,
+  app.add_flag("--no-canonical-ids", o.no_canonical_ids,
                "with --depth: do not merge states that differ only in the numbering of checkpoint, node and graph ids");
-  app.add_flag("--no-symmetry", no_symmetry, "with --depth: do not reduce by module-name symmetry");
-  app.add_flag("--json", search_json, "with --depth: print one JSON object");
+  app.add_flag("--no-symmetry", o.no_symmetry, "with --depth: do not reduce by module-name symmetry");
+  app.add_flag("--json", o.json, "with --depth or run: print one JSON object");
+  app.footer(
+      "Options may stand before or after the command. run's SCENARIO is read as a file when a path of\n"
+      "that name exists (a directory or an unreadable file is an error), else as a catalogue name or\n"
+      "row (see 'explorer list'); 'catalogue:NAME' or 'catalogue:ROW' always names the catalogue.\n"
+      "Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or input, 3 a --depth\n"
+      "search stopped by --max-states or --max-memory with no violation in what it explored.\n");
 
   std::string target;
-  std::string semantics = "fp8sm";
-  bool json = false;
   CLI::App* run = app.add_subcommand("run", "run one scenario (a file, or a catalogue name or row)");
   run->add_option("scenario", target, "scenario file, or catalogue entry")->required();
-  run->add_option("--semantics", semantics, "fp8sm, upstream or pr3213 (default fp8sm)");
-  run->add_flag("--json", json, "print one JSON object");
-
-  std::optional<std::string> catalogue_semantics;
   CLI::App* catalogue = app.add_subcommand("catalogue", "run every catalogue entry and summarise");
-  catalogue->add_option("--semantics", catalogue_semantics, "only this semantics");
-
   CLI::App* list = app.add_subcommand("list", "list the built-in catalogue");
   CLI::App* invariants = app.add_subcommand("invariants", "list the invariants");
   CLI::App* table = app.add_subcommand("table", "print the transition table");
 
+  // Every failure is one line and exit status 2: resource errors too (memory, threads), never
+  // an uncaught exception.
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "explorer: error: " << e.what() << " (see 'explorer --help')\n";
-    return kUsageError;
-  }
-
-  try {
-    if (app.get_subcommands().empty()) {
-      if (!depth) throw UsageError{"give a command (run, catalogue, list, invariants, table) or --depth N"};
-      search.depth = *depth;
-      search.alphabet.symmetry = !no_symmetry;
-      search.canonical_ids = !no_canonical_ids;
-      return depth_command(search, search_semantics, checks, max_memory, search_json);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      std::cerr << "explorer: error: " << e.what() << " (see 'explorer --help')\n";
+      return kUsageError;
     }
-    if (depth) throw UsageError{"--depth is not an option of a command: use 'explorer --depth N'"};
-    if (*run) return run_command(target, semantics, json);
-    if (*catalogue) return catalogue_command(catalogue_semantics);
-    if (*list) return list_command();
-    if (*invariants) return invariants_command();
-    if (*table) return table_command();
+    return dispatch(app, o, run, target, catalogue, list, invariants, table);
   } catch (const UsageError& e) {
     std::cerr << "explorer: error: " << e.message << "\n";
-    return kUsageError;
   } catch (const spec::ParseError& e) {
     std::cerr << e.what() << "\n";
-    return kUsageError;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "explorer: error: out of memory (for a --depth search, --max-memory stops it cleanly)\n";
+  } catch (const std::system_error& e) {
+    std::cerr << "explorer: error: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "explorer: error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "explorer: error: an unknown exception\n";
   }
   return kUsageError;
 }

@@ -71,7 +71,9 @@ void print_search_text(std::ostream& out, const SearchOptions& options, const Se
   for (spec::Invariant i : spec::kAllInvariants) {
     if (result.violating_states.count(i) == 0 && (options.checks.empty() || options.checks.contains(i))) holding.add(i);
   }
-  out << "holding: " << holding.to_string() << "\n";
+  // An incomplete search proves nothing for the states it did not reach.
+  out << (result.complete ? "holding: " : "not violated in what was explored (incomplete search): ")
+      << holding.to_string() << "\n";
   out << "total: " << result.distinct << " distinct states, " << result.transitions << " transitions, "
       << fixed(result.seconds, 2) << " s, " << fixed(rate(result), 0) << " states/s, peak memory "
       << fixed(static_cast<double>(result.peak_memory_bytes) / (1024.0 * 1024.0), 1)

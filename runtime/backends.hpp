@@ -14,4 +14,7 @@ namespace fp8sm::runtime {
 // CUDA backend where this build has none or no GPU is usable.
 std::unique_ptr<Backend> make_backend(const std::string& name);
 
+// The same checks without making the backend (a program validates its options first).
+void require_backend(const std::string& name);
+
 }  // namespace fp8sm::runtime

@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev
   libxxhash-dev
   libopenmpi-dev openmpi-bin   # the MPI amax reduction (runtime/) and its 2-rank test
+  clang-14 libclang-rt-14-dev llvm-14   # the sanitizer stage and the fuzzer (scripts/sanitize.sh, fuzz.sh)
 )
 
 missing=()

@@ -249,6 +249,7 @@ class Parser {
   const std::string& file_;
   Program program_;
   std::vector<OpenBlock> open_blocks_;
+  int open_checkpoints_ = 0;  // among open_blocks_
   NameIndex module_index_;
   NameIndex tape_index_;
 };
@@ -290,8 +291,16 @@ void Parser::parse_block(const Token& keyword) {
   std::string header(keyword.text);
   const Op op = parse_block_argument(keyword, header);
   expect_open_brace(header);
+  if (open_blocks_.size() >= static_cast<std::size_t>(kMaxBlockNesting)) {
+    fail(keyword.pos, "blocks nest deeper than " + std::to_string(kMaxBlockNesting) + " here (the limit of the language)");
+  }
+  if (is_checkpoint(op) && open_checkpoints_ >= kMaxCheckpointNesting) {
+    fail(keyword.pos, "checkpoints nest deeper than " + std::to_string(kMaxCheckpointNesting) +
+                          " here (the limit of the language)");
+  }
   emit(op, keyword.pos);
   open_blocks_.push_back({keyword.text, keyword.pos, is_checkpoint(op)});
+  open_checkpoints_ += is_checkpoint(op) ? 1 : 0;
 }
 
 // Reads the word after 'autocast' / 'checkpoint' (the others take none) and extends `header`
@@ -328,6 +337,7 @@ void Parser::expect_open_brace(const std::string& header) {
 
 void Parser::close_block(const Token& brace) {
   if (open_blocks_.empty()) fail(brace.pos, "unexpected '}': no block is open");
+  open_checkpoints_ -= open_blocks_.back().checkpoint ? 1 : 0;
   open_blocks_.pop_back();
   emit(Op::Close, brace.pos);
 }
@@ -452,12 +462,7 @@ void Parser::expect_statement_end(const std::string& statement) {
                       describe(token));
 }
 
-bool Parser::inside_checkpoint() const {
-  for (const OpenBlock& block : open_blocks_) {
-    if (block.checkpoint) return true;
-  }
-  return false;
-}
+bool Parser::inside_checkpoint() const { return open_checkpoints_ > 0; }
 
 // A checkpoint replays its body on recompute, so a statement that ends or consumes a graph
 // inside it would run a second time; the language rules it out statically.

@@ -23,6 +23,13 @@ class ParseError : public std::runtime_error {
   std::string message_;
 };
 
+// How deep blocks may nest (any kind), and checkpoints among them. No person writes programs
+// near these; they bound what a program can cost: a checkpoint k deep is recomputed by each
+// of the k checkpoints around it, so the model's work grows with the cube of checkpoint
+// nesting, and with the size of the program otherwise.
+inline constexpr int kMaxBlockNesting = 1000;
+inline constexpr int kMaxCheckpointNesting = 64;
+
 // Parses a whole scenario. `file` only labels error messages.
 Program parse_scenario(std::string_view text, const std::string& file = "<input>");
 

@@ -2,9 +2,11 @@
 // a location and exit status 2 for every kind of bad input.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -27,9 +29,13 @@ Result explorer(const std::string& args) {
   return result;
 }
 
+// ctest runs the cases in parallel processes, each writing these files: write a private copy
+// and rename it into place, so that no process reads a half-written file.
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
+  const std::string mine = path + "." + std::to_string(getpid());
+  std::ofstream(mine) << text;
+  std::rename(mine.c_str(), path.c_str());
   return path;
 }
 
@@ -82,9 +88,10 @@ TEST(ExplorerDepth, SearchesAndReportsOneJsonObject) {
 }
 
 TEST(ExplorerDepth, MemoryBudgetStopsWithAPartialReport) {
-  // 1 MiB holds about 70 000 states at 15 bytes each; depth 5 has 1.4 million.
+  // 1 MiB holds about 70 000 states at 15 bytes each; depth 5 has 0.8 million. Incomplete, with
+  // nothing violated in what it explored: exit status 3.
   const Result r = explorer("--depth 5 --max-memory 1M --json");
-  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.status, 3) << r.out;
   EXPECT_NE(r.out.find("\"complete\": false, \"stopped_by\": \"max-memory\""), std::string::npos) << r.out;
   const Result text = explorer("--depth 5 --max-memory 1M");
   EXPECT_NE(text.out.find("stopped at the memory budget (--max-memory)"), std::string::npos) << text.out;
@@ -94,6 +101,65 @@ TEST(ExplorerList, ShowsTheWholeCatalogue) {
   const Result r = explorer("list");
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(lines(r.out), 26);
+}
+
+// An incomplete search says so in its exit status (3) and its text, never "holding"; a
+// violation found before the budget stopped it is still a violation (1).
+TEST(ExplorerDepth, AnIncompleteSearchIsNeitherCleanNorHolding) {
+  const Result r = explorer("--depth 1000 --max-states 10");
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_EQ(r.out.find("holding:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not violated in what was explored (incomplete search)"), std::string::npos) << r.out;
+  EXPECT_EQ(explorer("--depth 4 --semantics upstream --max-states 2000").status, 1);
+}
+
+// Options stand before or after the command and are honoured there (they used to be dropped
+// silently before `run`).
+TEST(ExplorerOptions, HonouredBeforeTheCommand) {
+  const Result before = explorer("--semantics upstream --json run 5");
+  EXPECT_EQ(before.status, 1) << before.out;
+  EXPECT_EQ(before.out, explorer("run 5 --semantics upstream --json").out);
+  EXPECT_NE(before.out.find("\"semantics\": \"upstream\""), std::string::npos) << before.out;
+  EXPECT_EQ(explorer("--semantics pr3213 catalogue").out, explorer("catalogue --semantics pr3213").out);
+}
+
+// A path that exists is a file or an error; catalogue:NAME always names the catalogue.
+TEST(ExplorerRun, CatalogueNamesAndPathsAreToldApart) {
+  const std::string dir = ::testing::TempDir() + "fp8sm-cli-dir";
+  const std::string row = dir + "/5";
+  std::system(("mkdir -p '" + row + "'").c_str());
+  const std::string here = "cd '" + dir + "' && ";
+  FILE* pipe = popen((here + FP8SM_EXPLORER + " run 5 2>&1; echo status=$?").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buffer{};
+  while (pipe != nullptr && std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) out += buffer.data();
+  if (pipe != nullptr) pclose(pipe);
+  EXPECT_NE(out.find("'5' is a directory, not a scenario file (for the catalogue entry, write 'catalogue:5')"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("status=2"), std::string::npos) << out;
+  EXPECT_EQ(explorer("run catalogue:5 --json").out, explorer("run reentrant-single-3-layers --json").out);
+}
+
+// The explorer parses a deep program in time linear in its size and refuses nesting beyond
+// the language's limits with the position (docs/scenarios.md).
+TEST(ExplorerRun, NestingLimitsAreErrorsWithAPosition) {
+  std::string blocks;
+  for (int i = 0; i < 1001; ++i) blocks += "no_grad {\n";
+  const Result deep = explorer("run " + write_temp("deep.scn", blocks));
+  EXPECT_EQ(deep.status, 2);
+  EXPECT_NE(deep.out.find("deep.scn:1001:1: error: blocks nest deeper than 1000"), std::string::npos) << deep.out;
+  std::string checkpoints;
+  for (int i = 0; i < 65; ++i) checkpoints += "checkpoint reentrant { ";
+  const Result nested = explorer("run " + write_temp("checkpoints.scn", checkpoints));
+  EXPECT_EQ(nested.status, 2);
+  EXPECT_NE(nested.out.find("checkpoints.scn:1:1473: error: checkpoints nest deeper than 64"), std::string::npos)
+      << nested.out;
+  // At the limits a program runs (1000 blocks, 64 checkpoints, with a backward).
+  std::string at_limit;
+  for (int i = 0; i < 1000; ++i) at_limit += i < 64 ? "checkpoint nonreentrant { linear L0\n" : "autocast on { linear L1\n";
+  for (int i = 0; i < 1000; ++i) at_limit += "}\n";
+  EXPECT_EQ(explorer("run " + write_temp("limit.scn", at_limit + "backward\n") + " --semantics fp8sm").status, 0);
 }
 
 struct BadInput {
@@ -127,7 +193,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"unknown invariant", "--depth 2 --check I1,I10", "--check: unknown invariant 'I10'"},
         BadInput{"depth with a command", "run 5 --depth 3", "--depth"},
         BadInput{"memory budget without a size", "--depth 2 --max-memory lots", "--max-memory: 'lots' is not a size"},
-        BadInput{"memory budget with an unknown unit", "--depth 2 --max-memory 4T", "--max-memory: '4T' is not a size"}),
+        BadInput{"memory budget with an unknown unit", "--depth 2 --max-memory 4T", "--max-memory: '4T' is not a size"},
+        BadInput{"unknown semantics before the command", "--semantics bogus run 5",
+                 "--semantics: unknown semantics 'bogus'"},
+        BadInput{"an option the command does not take", "--threads 2 run 5", "--threads is not an option of run"},
+        BadInput{"json for list", "list --json", "--json is not an option of list"},
+        BadInput{"a directory", "run " + ::testing::TempDir(), "is a directory, not a scenario file"},
+        BadInput{"a read that fails", "run /proc/self/mem", "cannot read '/proc/self/mem'"},
+        BadInput{"a fifo", "run /dev/stdin < /dev/null", "not a regular file"},
+        BadInput{"too many threads", "--depth 2 --threads 100000", "--threads: must be 1 to 256"},
+        BadInput{"negative state budget", "--depth 2 --max-states -1", "--max-states: '-1' is not a count"}),
     [](const ::testing::TestParamInfo<BadInput>& input) {
       std::string name = input.param.what;
       for (char& c : name) c = (c == ' ' || c == '-') ? '_' : c;
