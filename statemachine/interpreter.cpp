@@ -121,7 +121,9 @@ void Interpreter::encode(Encoder& out) const {
       out.put_no_id();
     }
     put(out, scope.graph_mark, 4);
-    if (spec::is_checkpoint(scope.op)) encode_statements(out, log_, scope.body_begin, static_cast<std::uint32_t>(log_.size()));
+    if (spec::is_checkpoint(scope.op)) {
+      encode_statements(out, log_, scope.body_begin, static_cast<std::uint32_t>(log_.size()));  // its body so far
+    }
   }
   put(out, skip_.active | (skip_.until_step << 1), 1);
   put(out, static_cast<std::uint32_t>(skip_.depth), 4);
@@ -146,7 +148,7 @@ void Interpreter::encode(Encoder& out) const {
     put(out, static_cast<std::uint32_t>(f.live_nodes), 4);
     put(out, f.slots, 4);
     put(out, f.recomputed.size(), 4);
-    for (bool holds : f.recomputed) put(out, holds, 1);
+    for (bool taken : f.recomputed) put(out, taken, 1);
     encode_statements(out, log_, f.body.begin, f.body.end);
     out.end_keyed();
   }

@@ -162,6 +162,33 @@ TEST(ExplorerRun, NestingLimitsAreErrorsWithAPosition) {
   EXPECT_EQ(explorer("run " + write_temp("limit.scn", at_limit + "backward\n") + " --semantics fp8sm").status, 0);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FP8SM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FP8SM_ASAN 1
+#endif
+#endif
+
+// A resource the run cannot get (here memory, under a 300 MB address-space limit) is one line
+// and exit status 2, not an abort.
+TEST(ExplorerErrors, OutOfMemoryIsOneLineAndExitTwo) {
+#ifdef FP8SM_ASAN
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: no limit can be set";
+#else
+  const std::string command = "bash -c 'ulimit -v 300000; exec " + std::string(FP8SM_EXPLORER) + " --depth 9' 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) out += buffer.data();
+  const int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
+  EXPECT_NE(out.find("explorer: error: out of memory"), std::string::npos) << out;
+#endif
+}
+
 struct BadInput {
   const char* what;
   std::string args;

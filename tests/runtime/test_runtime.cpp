@@ -429,14 +429,15 @@ TEST(RuntimeCheckpointSlots, NestedNonReentrantCheckpointsTrainAsWithout) {
     runtime::Linear l0(ctx, "L0", 4, 8, 1), l1(ctx, "L1", 8, 4, 2);
     std::vector<float> trace;
     for (int step = 0; step < 3; ++step) {
+      // The functions outlive the forward: backward calls them again (the recompute).
+      auto inner = [&](const Matrix& h) { return l1.forward(runtime::relu(ctx, h)); };
+      auto outer = [&](const Matrix& x) {
+        const Matrix h = l0.forward(x);
+        return checkpointed ? runtime::checkpoint(ctx, runtime::CheckpointMode::NonReentrant, inner, h) : inner(h);
+      };
       Matrix y;
       {
         runtime::Autocast fp8(ctx);
-        auto inner = [&](const Matrix& h) { return l1.forward(runtime::relu(ctx, h)); };
-        auto outer = [&](const Matrix& x) {
-          const Matrix h = l0.forward(x);
-          return checkpointed ? runtime::checkpoint(ctx, runtime::CheckpointMode::NonReentrant, inner, h) : inner(h);
-        };
         const Matrix x(3, 4, 0.5f + 0.1f * static_cast<float>(step));
         y = checkpointed ? runtime::checkpoint(ctx, runtime::CheckpointMode::NonReentrant, outer, x) : outer(x);
       }
