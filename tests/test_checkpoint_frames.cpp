@@ -47,6 +47,26 @@ std::vector<statemachine::CaptureId> recomputes(const std::string& text) {
   return log.recomputes;
 }
 
+// The hand-derived step 0 of `text` under each semantics, and whether upstream and pr3213
+// leave a stash or FIFO entry behind (I4); fp8sm must violate nothing.
+struct Derived {
+  Expected upstream, pr3213, fp8sm;
+  bool upstream_leaves_entries = false;
+  bool pr3213_leaves_entries = false;
+};
+
+void expect_derived(const std::string& text, const Derived& d) {
+  const auto upstream = run(text, Semantics::Upstream);
+  expect_step(upstream, 0, d.upstream, "upstream");
+  EXPECT_EQ(upstream.steps.at(0).violations.contains(Invariant::I4), d.upstream_leaves_entries) << "upstream";
+  const auto pr3213 = run(text, Semantics::Pr3213);
+  expect_step(pr3213, 0, d.pr3213, "pr3213");
+  EXPECT_EQ(pr3213.steps.at(0).violations.contains(Invariant::I4), d.pr3213_leaves_entries) << "pr3213";
+  const auto fp8sm = run(text, Semantics::Fp8sm);
+  expect_step(fp8sm, 0, d.fp8sm, "fp8sm");
+  EXPECT_TRUE(fp8sm.steps.at(0).violations.empty()) << fp8sm.steps[0].violations.to_string();
+}
+
 constexpr const char* kOuterWithoutNodes =
     "autocast on { checkpoint nonreentrant { checkpoint nonreentrant { linear L1 } } }; backward";
 constexpr const char* kOuterWithNodes =
@@ -59,13 +79,7 @@ constexpr const char* kOuterWithNodes =
 // installs its own capture and never updates: 1/1.
 TEST(NestedFrames, AnOuterFrameWithoutNodesIsNeverRecomputed) {
   EXPECT_EQ(recomputes(kOuterWithoutNodes), (std::vector<statemachine::CaptureId>{1}));
-  const auto upstream = run(kOuterWithoutNodes, Semantics::Upstream);
-  expect_step(upstream, 0, {2, 1, {}}, "upstream");
-  EXPECT_TRUE(upstream.steps[0].violations.contains(Invariant::I4));
-  expect_step(run(kOuterWithoutNodes, Semantics::Pr3213), 0, {1, 1, {}}, "pr3213");
-  const auto fp8sm = run(kOuterWithoutNodes, Semantics::Fp8sm);
-  expect_step(fp8sm, 0, {1, 1, {}}, "fp8sm");
-  EXPECT_TRUE(fp8sm.steps[0].violations.empty()) << fp8sm.steps[0].violations.to_string();
+  expect_derived(kOuterWithoutNodes, {{2, 1, {}}, {1, 1, {}}, {1, 1, {}}, true, false});
 }
 
 // L1 (inner frame, recorded last) is visited first: the inner frame recomputes alone; then L0
@@ -79,15 +93,7 @@ TEST(NestedFrames, AnOuterFrameWithoutNodesIsNeverRecomputed) {
 // in the outer recompute stashes L1 (region on, phase off), never popped (I4).
 TEST(NestedFrames, EachFrameRecomputesAloneAtItsOwnNode) {
   EXPECT_EQ(recomputes(kOuterWithNodes), (std::vector<statemachine::CaptureId>{1, 0}));
-  const auto upstream = run(kOuterWithNodes, Semantics::Upstream);
-  expect_step(upstream, 0, {3, 1, {}}, "upstream");
-  EXPECT_TRUE(upstream.steps[0].violations.contains(Invariant::I4));
-  const auto pr3213 = run(kOuterWithNodes, Semantics::Pr3213);
-  expect_step(pr3213, 0, {1, 1, {}}, "pr3213");
-  EXPECT_TRUE(pr3213.steps[0].violations.contains(Invariant::I4));
-  const auto fp8sm = run(kOuterWithNodes, Semantics::Fp8sm);
-  expect_step(fp8sm, 0, {1, 1, {}}, "fp8sm");
-  EXPECT_TRUE(fp8sm.steps[0].violations.empty()) << fp8sm.steps[0].violations.to_string();
+  expect_derived(kOuterWithNodes, {{3, 1, {}}, {1, 1, {}}, {1, 1, {}}, true, true});
 }
 
 // The inner checkpoint is called under `autocast off`: its frame reads fp8 = false and its
@@ -99,13 +105,8 @@ TEST(NestedFrames, AnInnerFrameRecomputesWithItsOwnFp8) {
   const std::string text =
       "autocast on { checkpoint nonreentrant { linear L0; autocast off { checkpoint nonreentrant { linear L1 } } } }; "
       "backward";
-  const auto upstream = run(text, Semantics::Upstream);
-  expect_step(upstream, 0, {2, 1, {}}, "upstream");
-  EXPECT_TRUE(upstream.steps[0].violations.contains(Invariant::I4));
-  const auto pr3213 = run(text, Semantics::Pr3213);
-  expect_step(pr3213, 0, {1, 1, {}}, "pr3213");
-  EXPECT_TRUE(pr3213.steps[0].violations.empty()) << pr3213.steps[0].violations.to_string();
-  expect_step(run(text, Semantics::Fp8sm), 0, {1, 1, {}}, "fp8sm");
+  expect_derived(text, {{2, 1, {}}, {1, 1, {}}, {1, 1, {}}, true, false});
+  EXPECT_TRUE(run(text, Semantics::Pr3213).steps.at(0).violations.empty());
 }
 
 // A raise inside the inner recompute leaves the backward before L0 is visited: the outer frame
@@ -116,15 +117,7 @@ TEST(NestedFrames, ARaiseInTheInnerRecomputeStopsBeforeTheOuterFrame) {
       "autocast on { checkpoint nonreentrant { linear L0; checkpoint nonreentrant { linear L1; raise recompute } } }; "
       "backward";
   EXPECT_EQ(recomputes(text), (std::vector<statemachine::CaptureId>{1}));
-  const auto upstream = run(text, Semantics::Upstream);
-  expect_step(upstream, 0, {2, 0, {"UserError"}}, "upstream");
-  EXPECT_TRUE(upstream.steps[0].violations.contains(Invariant::I4));
-  const auto pr3213 = run(text, Semantics::Pr3213);
-  expect_step(pr3213, 0, {1, 0, {"UserError"}}, "pr3213");
-  EXPECT_TRUE(pr3213.steps[0].violations.contains(Invariant::I4));
-  const auto fp8sm = run(text, Semantics::Fp8sm);
-  expect_step(fp8sm, 0, {1, 0, {"UserError"}}, "fp8sm");
-  EXPECT_TRUE(fp8sm.steps[0].violations.empty()) << fp8sm.steps[0].violations.to_string();
+  expect_derived(text, {{2, 0, {"UserError"}}, {1, 0, {"UserError"}}, {1, 0, {"UserError"}}, true, true});
 }
 
 // A reentrant checkpoint inside a non-reentrant frame: its node saves its input through the
@@ -138,15 +131,7 @@ TEST(NestedFrames, ARaiseInTheInnerRecomputeStopsBeforeTheOuterFrame) {
 TEST(CheckpointInsideARecompute, ReentrantInsideNonReentrant) {
   const std::string text = "autocast on { checkpoint nonreentrant { checkpoint reentrant { linear L0 } } }; backward";
   EXPECT_EQ(recomputes(text), (std::vector<statemachine::CaptureId>{0, 1}));
-  const auto upstream = run(text, Semantics::Upstream);
-  expect_step(upstream, 0, {3, 1, {}}, "upstream");
-  EXPECT_TRUE(upstream.steps[0].violations.contains(Invariant::I4));
-  const auto pr3213 = run(text, Semantics::Pr3213);
-  expect_step(pr3213, 0, {1, 1, {}}, "pr3213");
-  EXPECT_TRUE(pr3213.steps[0].violations.contains(Invariant::I4));
-  const auto fp8sm = run(text, Semantics::Fp8sm);
-  expect_step(fp8sm, 0, {1, 1, {}}, "fp8sm");
-  EXPECT_TRUE(fp8sm.steps[0].violations.empty()) << fp8sm.steps[0].violations.to_string();
+  expect_derived(text, {{3, 1, {}}, {1, 1, {}}, {1, 1, {}}, true, true});
 }
 
 // A non-reentrant checkpoint inside a reentrant one: under the reentrant no-grad forward its
@@ -159,15 +144,7 @@ TEST(CheckpointInsideARecompute, ReentrantInsideNonReentrant) {
 TEST(CheckpointInsideARecompute, NonReentrantInsideReentrant) {
   const std::string text = "autocast on { checkpoint reentrant { checkpoint nonreentrant { linear L0 } } }; backward";
   EXPECT_EQ(recomputes(text), (std::vector<statemachine::CaptureId>{0, 2}));
-  const auto upstream = run(text, Semantics::Upstream);
-  expect_step(upstream, 0, {3, 1, {}}, "upstream");
-  EXPECT_TRUE(upstream.steps[0].violations.contains(Invariant::I4));
-  const auto pr3213 = run(text, Semantics::Pr3213);
-  expect_step(pr3213, 0, {1, 1, {}}, "pr3213");
-  EXPECT_TRUE(pr3213.steps[0].violations.contains(Invariant::I4));
-  const auto fp8sm = run(text, Semantics::Fp8sm);
-  expect_step(fp8sm, 0, {1, 1, {}}, "fp8sm");
-  EXPECT_TRUE(fp8sm.steps[0].violations.empty()) << fp8sm.steps[0].violations.to_string();
+  expect_derived(text, {{3, 1, {}}, {1, 1, {}}, {1, 1, {}}, true, true});
 }
 
 // Saved-tensor slots. L5 ran in the forward (slot 0); in the recompute the try catches

@@ -1,32 +1,22 @@
 // The explorer program as a user runs it: output of `explorer run`, and a one-line error with
 // a location and exit status 2 for every kind of bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include "run_command.hpp"
+
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
+using Result = fp8sm::test_support::CommandResult;
 
+// stdout and stderr together.
 Result explorer(const std::string& args) {
-  const std::string command = std::string(FP8SM_EXPLORER) + " " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) result.out += buffer.data();
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return fp8sm::test_support::run_command(std::string(FP8SM_EXPLORER) + " " + args + " 2>&1");
 }
 
 // ctest runs the cases in parallel processes, each writing these files: write a private copy
@@ -128,12 +118,8 @@ TEST(ExplorerRun, CatalogueNamesAndPathsAreToldApart) {
   const std::string dir = ::testing::TempDir() + "fp8sm-cli-dir";
   const std::string row = dir + "/5";
   std::system(("mkdir -p '" + row + "'").c_str());
-  const std::string here = "cd '" + dir + "' && ";
-  FILE* pipe = popen((here + FP8SM_EXPLORER + " run 5 2>&1; echo status=$?").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buffer{};
-  while (pipe != nullptr && std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) out += buffer.data();
-  if (pipe != nullptr) pclose(pipe);
+  const std::string out =
+      fp8sm::test_support::run_command("cd '" + dir + "' && " + FP8SM_EXPLORER + " run 5 2>&1; echo status=$?").out;
   EXPECT_NE(out.find("'5' is a directory, not a scenario file (for the catalogue entry, write 'catalogue:5')"),
             std::string::npos)
       << out;
@@ -176,16 +162,10 @@ TEST(ExplorerErrors, OutOfMemoryIsOneLineAndExitTwo) {
 #ifdef FP8SM_ASAN
   GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: no limit can be set";
 #else
-  const std::string command = "bash -c 'ulimit -v 300000; exec " + std::string(FP8SM_EXPLORER) + " --depth 9' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) out += buffer.data();
-  const int status = pclose(pipe);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
-  EXPECT_NE(out.find("explorer: error: out of memory"), std::string::npos) << out;
+  const Result r = fp8sm::test_support::run_command("bash -c 'ulimit -v 300000; exec " + std::string(FP8SM_EXPLORER) +
+                                                    " --depth 9' 2>&1");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("explorer: error: out of memory"), std::string::npos) << r.out;
 #endif
 }
 

@@ -1,14 +1,13 @@
 // The train_mlp example as a user runs it: bad options are exit status 2 with one "error:" line
 // on standard error and nothing on standard output; a GPU backend where there is no GPU says so.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "../run_command.hpp"
 
 #ifdef FP8SM_HAVE_CUDA
 #include "runtime/cuda_backend.hpp"
@@ -27,14 +26,8 @@ Result train_mlp(const std::string& args) {
   static int calls = 0;
   const std::string err_path =
       ::testing::TempDir() + "train_mlp." + std::to_string(getpid()) + "." + std::to_string(calls++) + ".err";
-  const std::string command = std::string(FP8SM_TRAIN_MLP) + " " + args + " 2>" + err_path;
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) result.out += buffer.data();
-  const int status = pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const auto run = fp8sm::test_support::run_command(std::string(FP8SM_TRAIN_MLP) + " " + args + " 2>" + err_path);
+  Result result{run.status, run.out, ""};
   std::ifstream err(err_path);
   std::stringstream text;
   text << err.rdbuf();
