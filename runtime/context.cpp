@@ -335,7 +335,6 @@ Matrix Context::run_backward(Graph& graph, const Matrix& grad_output, bool retai
     graph.freed = true;
     graph.generation = next_generation_++;
   }
-  retaining_ = retain_graph;
   fire(spec::BackwardPassBegin{});
   fire(spec::GradPush{false, true});  // the engine runs backward functions with grad off
   Matrix grad;
@@ -361,13 +360,13 @@ Matrix Context::backpropagate(const std::vector<TapeNode>& nodes, Matrix grad, G
     if (node.kind == TapeNode::Kind::Module) {
       // §3.3: the first line of the backward, the unpack, the gradient casts, then its end.
       fire(spec::ModuleBackwardBegin{node.module, node.backward_ran});
-      unpack_saved(node);
+      unpack_saved(node, retained != nullptr);
       grad = node.function->backward(grad);
       fire(spec::ModuleBackward{node.module, node.owner, node.fp8});
       if (retained != nullptr) retained->nodes[i].backward_ran = true;
       continue;
     }
-    unpack_saved(node);  // a checkpoint's backward unpacks its saved input first
+    unpack_saved(node, retained != nullptr);  // a checkpoint's backward unpacks its saved input first
     grad = node.function->backward(grad);
   }
   return grad;
@@ -375,9 +374,9 @@ Matrix Context::backpropagate(const std::vector<TapeNode>& nodes, Matrix grad, G
 
 // §3.5 "Saved-tensor slots": the first unpack while the frame holds no recomputed slot
 // recomputes it; the table judges the slot (not reached, or taken by an earlier unpack); the
-// node then takes its twin's saved tensors. TE leaves None behind; the twin stays only while
-// the graph is retained (for fp8sm, whose frame keeps a retained graph's tensors).
-void Context::unpack_saved(const TapeNode& node) {
+// node then takes its twin's saved tensors. TE leaves None behind; the twin stays only when
+// the node's graph is retained (`keep`: for fp8sm, whose frame keeps a retained graph's tensors).
+void Context::unpack_saved(const TapeNode& node, bool keep) {
   if (!node.frame) return;
   Frame& frame = *node.frame;
   if (frame.recomputed.empty()) recompute_frame(node.frame);
@@ -393,7 +392,7 @@ void Context::unpack_saved(const TapeNode& node) {
   }
   node.function->take_saved(*slot.twin);
   slot.taken = true;
-  if (!retaining_) slot.twin.reset();
+  if (!keep) slot.twin.reset();
 }
 
 // §3.5 CKR_BWD and NR_RECOMPUTE: GRAD(on); ARF_ENTER(rc); AC_ENTER(fp8, rc); body; AC_EXIT;

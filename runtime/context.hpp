@@ -175,7 +175,7 @@ class Context : private statemachine::Hooks {
   // Backward engine.
   Matrix run_backward(Graph& graph, const Matrix& grad_output, bool retain_graph, const std::string& what);
   Matrix backpropagate(const std::vector<TapeNode>& nodes, Matrix grad, Graph* retained);
-  void unpack_saved(const TapeNode& node);
+  void unpack_saved(const TapeNode& node, bool keep);
   Matrix recompute(spec::CaptureId capture, bool fp8, const CheckpointFunction& function, const Matrix& input,
                    Graph& graph, PackTarget target);
   void recompute_frame(const std::shared_ptr<Frame>& frame);
@@ -227,7 +227,6 @@ class Context : private statemachine::Hooks {
   std::uint64_t next_generation_ = 1;
   std::set<spec::CaptureId> released_;  // reentrant checkpoints released this step
   std::vector<spec::CaptureId> recomputing_;  // checkpoints whose recompute is running, innermost last
-  bool retaining_ = false;  // the backward pass in progress keeps its graph
   StepCounts counts_;
   std::vector<spec::AnyEvent>* event_log_ = nullptr;
 };
