@@ -21,19 +21,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <new>
-#include <system_error>
-
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
-#include <fstream>
-#include <limits>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <limits>
+#include <new>
 #include <optional>
-#include <sstream>
 #include <string>
+#include <system_error>
 
 #include "explorer/report.hpp"
 #include "explorer/scenario_run.hpp"
