@@ -135,6 +135,9 @@ void Context::record(TapeNode node) {
       node.function->drop_saved();
     }
   }
+  // A forward after a backward without retain starts a new graph where the freed one was (the
+  // model's step graph likewise), so a later save or step end releases what it records.
+  current_graph_->freed = false;
   current_graph_->nodes.push_back(std::move(node));
 }
 

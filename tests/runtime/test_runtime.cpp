@@ -2,10 +2,13 @@
 // TE, checkpoint transparency of training under fp8sm, and misuse refused without a trace.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "examples/mlp.hpp"
 #include "scenario_on_runtime.hpp"
@@ -485,6 +488,34 @@ TEST(RuntimeMisuse, SavedGraphsAndBackwardInsideACheckpoint) {
     EXPECT_NE(message_of([&] { f.ctx.save_graph("B"); }).find("inside a checkpoint's function"), std::string::npos);
     return f.l0.forward(h);
   }, f.x);
+}
+
+// A forward after a backward without retain records into a new graph, not into the freed one:
+// saving it and then saving over it releases its checkpoint (spec §3.5: a dropped graph frees
+// its checkpoint's context), as the model's step graph does. Found by the random-program
+// property: the runtime kept the current graph marked freed and released nothing.
+TEST(RuntimeTapes, AForwardAfterABackwardStartsAGraphThatReleasesItsCheckpoints) {
+  Fixture f;
+  f.l0.forward(f.x);
+  f.ctx.backward(Matrix(2, 4, 1.0f));
+  runtime::checkpoint(f.ctx, runtime::CheckpointMode::Reentrant, [&](const Matrix& h) { return f.l0.forward(h); },
+                      f.x);
+  f.ctx.save_graph("A");
+  std::vector<spec::AnyEvent> events;
+  f.ctx.log_events(&events);
+  f.ctx.save_graph("A");  // the graph saved as A before is dropped
+  f.ctx.log_events(nullptr);
+  const auto released = [](const spec::AnyEvent& e) { return std::holds_alternative<spec::CheckpointReleased>(e); };
+  EXPECT_EQ(std::count_if(events.begin(), events.end(), released), 1);
+  // and the model ends the same program in the same state, under every semantics
+  const spec::Program program =
+      spec::parse_scenario("linear L0\nbackward\ncheckpoint reentrant {\n  linear L0\n}\nsave A\nsave A\n");
+  for (spec::Semantics semantics : spec::kAllSemantics) {
+    statemachine::Interpreter model(semantics, nullptr);
+    model.run(program);
+    test_support::ScenarioOnRuntime on_runtime(semantics, runtime::Recipe{}, 1);
+    EXPECT_EQ(on_runtime.run(program).machine_snapshot, model.machine().snapshot()) << spec::name(semantics);
+  }
 }
 
 }  // namespace
