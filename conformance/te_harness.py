@@ -1,0 +1,205 @@
+"""Runs a scenario on Transformer Engine's own code: each statement as the user code it stands for.
+
+The mapping is docs/scenarios.md's; where the language left a choice to the harness, the choice
+is written there too ("How the conformance harness runs a scenario"). Counts are calls of
+FP8GlobalStateManager.reduce_and_update_fp8_tensors(forward=True/False), per step, as TE's own
+tests count them; `raised` is the kind (class name) of each exception that escaped a step.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import torch
+
+import scenario
+from scenario import Block, Simple
+from te_loader import TE, cuda_reported_available
+from te_stubs import CudaOnCpu, StubCalled
+
+WIDTH = 4  # activations are (2, WIDTH): the numbers never matter, only TE's state
+
+
+# Failures of the harness, never results of TE: they end the run instead of counting as an
+# exception the program raised (a missing import means a stub is missing).
+HARNESS_FAILURES = (StubCalled, ImportError, NameError)
+
+
+class UserError(Exception):
+    """What `raise always|original|recompute` raises (the model's kind "UserError")."""
+
+
+class Counter:
+    """Wraps reduce_and_update_fp8_tensors: counts the calls, then runs TE's own."""
+
+    def __init__(self, te: TE):
+        self.forward = 0
+        self.backward = 0
+        original = te.manager.reduce_and_update_fp8_tensors.__func__
+        counter = self
+
+        def counting(cls, forward: bool = True):
+            if forward:
+                counter.forward += 1
+            else:
+                counter.backward += 1
+            return original(cls, forward)
+
+        te.manager.reduce_and_update_fp8_tensors = classmethod(counting)
+
+
+class Run:
+    """One program from a fresh TE process state (the caller forks per program)."""
+
+    def __init__(self, te: TE):
+        self.te = te
+        self.counter = Counter(te)
+        self.recipe = te.recipe.DelayedScaling()
+        self.modules: Dict[str, torch.nn.Module] = {}
+        self.tapes: Dict[str, torch.Tensor] = {}
+        self.recomputing = 0  # calls of checkpoint bodies that are recomputes, now running
+        self.no_grad_depth = 0
+        self.function_depth = 0  # checkpoint bodies running (their values are not the chain's)
+        self.closes = 0       # saves and backwards without retain so far
+        self.fresh = self._leaf()
+        self.h = self.fresh   # the chain's current value
+        self.tip = self.fresh  # the chain's last value recorded with grad: what a loss is of
+
+    # ---- the program ----------------------------------------------------------------------
+
+    def run(self, program: List[scenario.Statement]) -> dict:
+        steps = []
+        with CudaOnCpu():
+            for step in scenario.steps(program):
+                self.counter.forward = self.counter.backward = 0
+                raised = []
+                try:
+                    self.block(step)
+                except HARNESS_FAILURES:
+                    raise
+                except Exception as e:  # noqa: BLE001  (an escaped exception ends the step)
+                    raised.append({"kind": type(e).__name__, "message": str(e)})
+                steps.append({"forward_updates": self.counter.forward,
+                              "backward_updates": self.counter.backward, "raised": raised})
+                self._close()  # the next step starts from a fresh input
+        return {"steps": steps}
+
+    def block(self, statements: List[scenario.Statement]) -> None:
+        for s in statements:
+            if isinstance(s, Block):
+                self.run_block(s)
+            else:
+                self.simple(s)
+
+    def run_block(self, b: Block) -> None:
+        te = self.te
+        if b.op == "autocast":
+            with te.quantization.autocast(enabled=b.mode == "on", recipe=self.recipe):
+                self.block(b.body)
+        elif b.op == "no_grad":
+            # Not part of the graph: the chain goes on from before the block.
+            before, closes = (self.h, self.tip), self.closes
+            self.no_grad_depth += 1
+            try:
+                with torch.no_grad():
+                    self.block(b.body)
+            finally:
+                self.no_grad_depth -= 1
+                self._resume(before, closes)
+        elif b.op == "try":
+            before, closes = (self.h, self.tip), self.closes
+            try:
+                self.block(b.body)
+            except HARNESS_FAILURES:
+                raise
+            except Exception:  # noqa: BLE001  (`try` catches any exception)
+                self._resume(before, closes)
+        elif b.op == "checkpoint":
+            self.set_chain(te.distributed.checkpoint(self._body_function(b.body), self.h,
+                                                     use_reentrant=b.mode == "reentrant"))
+        else:
+            raise ValueError(f"unknown block {b.op}")
+
+    def simple(self, s: Simple) -> None:
+        if s.op == "linear":
+            self.set_chain(self.module(s.name)(self.h))
+        elif s.op == "raise":
+            if s.name == "always" or (s.name == "original") == (self.recomputing == 0):
+                raise UserError(f"raise {s.name}")
+        elif s.op == "recompute_uncaptured":
+            with self.te.distributed.activation_recompute_forward(activation_recompute=True,
+                                                                   recompute_phase=True):
+                pass
+        elif s.op == "save":
+            self.tapes[s.name] = self._loss()
+            self._close()
+        elif s.op == "backward":
+            if s.name is None:
+                loss = self._loss()
+                if not s.retain:
+                    self._close()  # torch frees the graph even when its backward fails
+            else:
+                loss = self.tapes[s.name]
+            loss.backward(retain_graph=s.retain)
+        else:
+            raise ValueError(f"unknown statement {s.op}")
+
+    # ---- pieces ---------------------------------------------------------------------------
+
+    def module(self, name: str) -> torch.nn.Module:
+        if name not in self.modules:
+            with cuda_reported_available():
+                self.modules[name] = self.te.linear.Linear(WIDTH, WIDTH, bias=False, params_dtype=torch.float32)
+        return self.modules[name]
+
+    def _body_function(self, body: List[scenario.Statement]):
+        """A checkpoint's function: its first call is the original forward, any later one a
+        recompute (TE calls it again from the backward)."""
+        calls = [0]
+
+        def function(x: torch.Tensor) -> torch.Tensor:
+            calls[0] += 1
+            recompute = calls[0] > 1
+            outer = self.h
+            self.h = x
+            self.recomputing += recompute
+            self.function_depth += 1
+            try:
+                self.block(body)
+                return self.h
+            finally:
+                self.recomputing -= recompute
+                self.function_depth -= 1
+                self.h = outer
+
+        return function
+
+    def set_chain(self, value: torch.Tensor) -> None:
+        self.h = value
+        if self.no_grad_depth == 0 and self.function_depth == 0:
+            self.tip = value
+
+    def _loss(self) -> torch.Tensor:
+        with torch.enable_grad():  # a loss of the graph's tip, even inside a no_grad block
+            return self.tip.sum()
+
+    def _leaf(self) -> torch.Tensor:
+        return torch.ones(2, WIDTH, requires_grad=True)
+
+    def _close(self) -> None:
+        """A save or a backward without retain: what follows records a new graph."""
+        self.closes += 1
+        self.fresh = self._leaf()
+        self.h = self.tip = self.fresh
+
+    def _resume(self, before, closes: int) -> None:
+        """After a no_grad block, or a try that caught: the chain from before the block, unless
+        the block closed the graph, then from the fresh input of that close."""
+        if self.closes == closes:
+            self.h, self.tip = before
+        else:
+            self.h = self.tip = self.fresh
+
+
+def run_program(te: TE, text: str) -> dict:
+    return Run(te).run(scenario.parse(text))

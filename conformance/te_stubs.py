@@ -1,0 +1,236 @@
+"""Everything the conformance harness puts in place of TE's C++/CUDA side, in one place.
+
+TE's Python state code (quantization.py, distributed.py, module/base.py, module/linear.py) runs
+as it is. What cannot run without a GPU is replaced here, and only here; every entry of
+STUBS says what it replaces and why that cannot change an FP8 state decision. Anything of the
+C++ extension that is not listed is an *opaque* attribute: it may be looked up (TE's modules
+read many names at import time, for annotations and tables), but calling it raises
+StubCalled, so a code path that really needs the extension fails loudly instead of running on
+a silent stand-in.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+import types
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+# name -> why replacing it is safe. Printed by `te_conformance.py --list-stubs` and by
+# docs/conformance.md.
+STUBS = {
+    "transformer_engine_torch (the C++ extension)":
+        "an import stub: opaque attributes, calling one raises StubCalled (see below)",
+    "transformer_engine_torch.DType":
+        "an IntEnum with the extension's member names: TE's constants.DType copies it at import",
+    "transformer_engine_torch.FP8FwdTensors / FP8BwdTensors":
+        "IntEnums with the extension's values: quantizer indices within a module's meta",
+    "transformer_engine_torch.fused_amax_and_scale_update_after_reduction":
+        "a no-op: the amax/scale arithmetic of an update; whether and when an update is called "
+        "is decided in quantization.py, which runs as it is, and the harness counts those calls",
+    "transformer_engine_torch.get_cublasLt_version":
+        "returns 120900: only read by the FP8 availability check",
+    "transformer_engine (package __init__), transformer_engine.common (package __init__), "
+    "transformer_engine.pytorch (package __init__)":
+        "not executed: they only load the shared libraries and re-export; the submodules the "
+        "harness needs are imported from their own files",
+    "quantization.get_device_compute_capability":
+        "(9, 0), a Hopper GPU: FP8 is available (autocast asserts it), MXFP8 is not (so the "
+        "default recipe is DelayedScaling, as on an H100 or H200)",
+    "distributed._get_cuda_rng_state / _set_cuda_rng_state":
+        "return a CPU generator state / do nothing: RNG state never feeds an FP8 state decision",
+    "distributed.get_te_classes":
+        "the TE module classes without the attention ones (which need the fused-attention "
+        "extension at import): checkpoint() asks only whether its function is or holds a TE "
+        "module, and for a plain callable, as the harness passes, it assumes so without looking",
+    "torch.cuda.is_current_stream_capturing":
+        "False: no CUDA graph is being captured (it asks the CUDA driver, which is absent)",
+    "torch.cuda.is_available (while a module is constructed)":
+        "True: TransformerEngineBaseModule.__init__ refuses to build without CUDA",
+    "device='cuda' and Tensor.is_cuda (a torch function mode, CudaOnCpu)":
+        "tensors TE allocates on 'cuda' (scales, amax histories) are made on the CPU, and "
+        "is_cuda reads True (prepare_forward refuses inputs that are not on a GPU)",
+    "linear._Linear.backward, distributed._CheckpointFunction.backward (wrapped)":
+        "each runs inside CudaOnCpu, since torch clears function modes for the backward pass; "
+        "the functions themselves are TE's, called with the same arguments",
+    "linear._linear_forward_impl / _linear_setup_ctx / _linear_backward_impl":
+        "an fp32 matmul, saving (input, weight) through ctx.save_for_backward, and its gradients: "
+        "the GEMMs and casts of te.Linear; _Linear.forward/backward themselves (the claim, "
+        "ctx.backward_objects, the unpack of saved tensors, the backward update) run as they are",
+}
+
+
+class StubCalled(RuntimeError):
+    """A function of TE's C++ extension that the harness does not stand in for was called."""
+
+
+_opaque_numbers: dict = {}
+
+
+class _Opaque:
+    """Any attribute of the extension that the harness does not implement."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Opaque(f"{self._name}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        raise StubCalled(f"{self._name} (part of TE's C++ extension, not stubbed by the harness)")
+
+    def __repr__(self) -> str:
+        return f"<opaque {self._name}>"
+
+    # TE copies the extension's enum members into Python enums at import (attention backends,
+    # layouts, ...): each opaque name reads as its own number, stable within the process.
+    def __int__(self) -> int:
+        return _opaque_numbers.setdefault(self._name, 1000 + len(_opaque_numbers))
+
+    __index__ = __int__
+
+    # Used in type annotations evaluated at import time (`X | None`).
+    def __or__(self, other):
+        return self
+
+    def __ror__(self, other):
+        return self
+
+    def __mro_entries__(self, bases):  # subclassed at import time by a few TE classes
+        return (object,)
+
+
+class TexDType(enum.IntEnum):
+    kByte = 0
+    kInt32 = 1
+    kFloat32 = 3
+    kFloat16 = 4
+    kBFloat16 = 5
+    kFloat8E4M3 = 6
+    kFloat8E5M2 = 7
+    kFloat4E2M1 = 8
+
+
+# Indices of the quantizers of one GEMM in a module's forward / backward meta, as the extension
+# numbers them (common/include/transformer_engine/transformer_engine.h).
+class TexFP8FwdTensors(enum.IntEnum):
+    GEMM1_INPUT = 0
+    GEMM1_WEIGHT = 1
+    GEMM1_OUTPUT = 2
+    GEMM2_INPUT = 3
+    GEMM2_WEIGHT = 4
+    GEMM2_OUTPUT = 5
+    GEMM3_INPUT = 6
+    GEMM3_WEIGHT = 7
+    GEMM3_OUTPUT = 8
+
+
+class TexFP8BwdTensors(enum.IntEnum):
+    GRAD_OUTPUT1 = 0
+    GRAD_INPUT1 = 1
+    GRAD_OUTPUT2 = 2
+    GRAD_INPUT2 = 3
+    GRAD_OUTPUT3 = 4
+    GRAD_INPUT3 = 5
+
+
+class _TexModule(types.ModuleType):
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Opaque(f"transformer_engine_torch.{attr}")
+
+
+def make_tex_module() -> types.ModuleType:
+    tex = _TexModule("transformer_engine_torch")
+    tex.DType = TexDType
+    tex.FP8FwdTensors = TexFP8FwdTensors
+    tex.FP8BwdTensors = TexFP8BwdTensors
+    tex.fused_amax_and_scale_update_after_reduction = lambda *args, **kwargs: None
+    tex.get_cublasLt_version = lambda: 120900
+    return tex
+
+
+# TE's Python wrappers of the extension's kernels (GEMM, casts, fused attention): not imported
+# (their import-time tables mirror the extension's enums); every name in them is opaque.
+OPAQUE_MODULES = {
+    "transformer_engine.pytorch.cpp_extensions":
+        "the Python wrappers of the extension's GEMM, cast and attention kernels",
+    "transformer_engine.pytorch.cpp_extensions.gemm": "the GEMM wrapper (module/base.py reads a constant)",
+}
+
+
+def make_opaque_module(name: str) -> types.ModuleType:
+    module = _TexModule(name)
+    module.__path__ = []
+    module._NUM_MAX_UB_STREAMS = 3  # base.py sizes a tuple of userbuffer streams with it
+    return module
+
+
+def install_runtime_stubs(te) -> None:
+    """The entries of STUBS that replace functions inside TE's loaded modules."""
+    te.quantization.get_device_compute_capability = lambda: (9, 0)
+    torch.cuda.is_current_stream_capturing = lambda: False
+    te.distributed._get_cuda_rng_state = lambda device="cuda", clone=False, graph_safe=True: torch.get_rng_state()
+    te.distributed._set_cuda_rng_state = lambda new_state, device=-1, graph_safe=True: None
+    module = sys.modules["transformer_engine.pytorch.module"]
+    te.distributed.get_te_classes = lambda: (module.LayerNorm, module.RMSNorm, te.base.TransformerEngineBaseModule)
+    for function in (te.linear._Linear, te.distributed._CheckpointFunction):
+        function.backward = staticmethod(_inside_cuda_on_cpu(function.backward))
+    te.linear._linear_forward_impl = _linear_forward_impl
+    te.linear._linear_setup_ctx = _linear_setup_ctx
+    te.linear._linear_backward_impl = _linear_backward_impl
+
+
+class CudaOnCpu(TorchFunctionMode):
+    """Runs TE's CUDA-placed tensors on the CPU (STUBS: device='cuda' and Tensor.is_cuda)."""
+
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__self__", None) is torch._C.TensorBase.is_cuda:
+            return True
+        device = kwargs.get("device")
+        if device is not None and torch.device(device).type == "cuda":
+            kwargs = dict(kwargs, device="cpu")
+        return func(*args, **kwargs)
+
+
+def _inside_cuda_on_cpu(backward):
+    def wrapped(*args, **kwargs):
+        with CudaOnCpu():
+            return backward(*args, **kwargs)
+
+    return wrapped
+
+
+# ---- te.Linear's GEMMs ------------------------------------------------------------------------
+# _Linear.forward calls _linear_forward_impl, then _linear_setup_ctx for what to save, then saves
+# it with ctx.save_for_backward (through prepare_for_saving, TE's own); _Linear.backward restores
+# it through the saved-tensor hooks and calls _linear_backward_impl. One tensor is saved per
+# node, the input: the model's one saved-tensor slot per node (docs/scenarios.md).
+
+def _linear_forward_impl(fwd_args):
+    out = fwd_args.inp @ fwd_args.weight.t()
+    return out, None, (), {}
+
+
+def _linear_setup_ctx(bwd_args, fwd_args, fwd_outputs, ctx_attrs, tensors_to_save_from_forward):
+    bwd_args.fp8 = fwd_args.fp8
+    bwd_args.requires_dgrad = fwd_args.input_requires_grad
+    bwd_args.requires_wgrad = fwd_args.weight_requires_grad
+    # The GEMM operand for dgrad, held outside the saved tensors (a field the stubbed backward
+    # alone reads; LinearBwdArgs has __slots__).
+    bwd_args.origin_weight_ref = fwd_args.weight.detach()
+    return (fwd_args.inp, None, None, None)
+
+
+def _linear_backward_impl(bwd_args):
+    grad_output = bwd_args.grad_output
+    inputmat = bwd_args.inputmat
+    wgrad = grad_output.t() @ inputmat if bwd_args.requires_wgrad else None
+    dgrad = grad_output @ bwd_args.origin_weight_ref if bwd_args.requires_dgrad else None
+    return (wgrad, dgrad, None)
