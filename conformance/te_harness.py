@@ -139,7 +139,12 @@ class Run:
                 if not s.retain:
                     self._close()  # torch frees the graph even when its backward fails
             else:
-                loss = self.tapes[s.name]
+                # A tape whose `save` was skipped (an exception ended its step first) holds an
+                # empty graph, as in the model: its backward is an empty pass.
+                loss = self.tapes.get(s.name)
+                if loss is None:
+                    with torch.enable_grad():
+                        loss = self.tapes[s.name] = self._leaf().sum()
             loss.backward(retain_graph=s.retain)
         else:
             raise ValueError(f"unknown statement {s.op}")

@@ -11,8 +11,11 @@ a silent stand-in.
 
 from __future__ import annotations
 
+import ast
 import enum
+import inspect
 import sys
+import textwrap
 import types
 
 import torch
@@ -55,15 +58,16 @@ STUBS = {
     "linear._Linear.backward, distributed._CheckpointFunction.backward (wrapped)":
         "each runs inside CudaOnCpu, since torch clears function modes for the backward pass; "
         "the functions themselves are TE's, called with the same arguments",
-    "linear._linear_forward_impl / _linear_setup_ctx / _linear_backward_impl":
+    "linear._linear_forward_impl / _linear_setup_ctx / _linear_backward_impl (or _linear_backward)":
         "an fp32 matmul, saving (input, weight) through ctx.save_for_backward, and its gradients: "
         "the GEMMs and casts of te.Linear; _Linear.forward/backward themselves (the claim, "
         "ctx.backward_objects, the unpack of saved tensors, the backward update) run as they are",
 }
 
 
-class StubCalled(RuntimeError):
-    """A function of TE's C++ extension that the harness does not stand in for was called."""
+class StubCalled(BaseException):
+    """A function of TE's C++ extension that the harness does not stand in for was called (a
+    BaseException: no `except Exception` of TE or of a program may take it for a result)."""
 
 
 _opaque_numbers: dict = {}
@@ -179,11 +183,15 @@ def install_runtime_stubs(te) -> None:
     te.distributed._set_cuda_rng_state = lambda new_state, device=-1, graph_safe=True: None
     module = sys.modules["transformer_engine.pytorch.module"]
     te.distributed.get_te_classes = lambda: (module.LayerNorm, module.RMSNorm, te.base.TransformerEngineBaseModule)
+    # The three helpers _Linear calls, by the names and shapes the loaded version uses (TE 2.20
+    # returns 4 values from the forward helper and names the backward one _linear_backward_impl,
+    # the PR #3213 head 5 values and _linear_backward).
+    forward_values = _unpacked_from(te.linear._Linear.forward, "_linear_forward_impl")
+    te.linear._linear_forward_impl = lambda fwd_args: _linear_forward_impl(fwd_args, forward_values)
+    te.linear._linear_setup_ctx = _linear_setup_ctx
+    setattr(te.linear, _called_from(te.linear._Linear.backward, "_linear_backward"), _linear_backward_impl)
     for function in (te.linear._Linear, te.distributed._CheckpointFunction):
         function.backward = staticmethod(_inside_cuda_on_cpu(function.backward))
-    te.linear._linear_forward_impl = _linear_forward_impl
-    te.linear._linear_setup_ctx = _linear_setup_ctx
-    te.linear._linear_backward_impl = _linear_backward_impl
 
 
 class CudaOnCpu(TorchFunctionMode):
@@ -213,9 +221,36 @@ def _inside_cuda_on_cpu(backward):
 # it through the saved-tensor hooks and calls _linear_backward_impl. One tensor is saved per
 # node, the input: the model's one saved-tensor slot per node (docs/scenarios.md).
 
-def _linear_forward_impl(fwd_args):
+def _function_ast(function) -> ast.FunctionDef:
+    return ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
+
+
+def _unpacked_from(function, callee: str) -> int:
+    """How many values `function` unpacks from its call of `callee`."""
+    for node in ast.walk(_function_ast(function)):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name) and node.value.func.id == callee
+                and isinstance(node.targets[0], ast.Tuple)):
+            return len(node.targets[0].elts)
+    raise StubCalled(f"{function.__qualname__} no longer unpacks a call of {callee}: update te_stubs")
+
+
+def _called_from(function, prefix: str) -> str:
+    """The one function named `prefix`... that `function` calls."""
+    names = {node.func.id for node in ast.walk(_function_ast(function))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith(prefix)}
+    if len(names) != 1:
+        raise StubCalled(f"{function.__qualname__} calls {sorted(names)} for {prefix}*: update te_stubs")
+    return names.pop()
+
+
+def _linear_forward_impl(fwd_args, values: int):
+    """(out, weight workspace, tensors to save, [..,] ctx attributes): what _Linear.forward
+    unpacks; the values it does not use here are None."""
     out = fwd_args.inp @ fwd_args.weight.t()
-    return out, None, (), {}
+    result = [None] * values
+    result[0], result[2], result[-1] = out, (), {}
+    return tuple(result)
 
 
 def _linear_setup_ctx(bwd_args, fwd_args, fwd_outputs, ctx_attrs, tensors_to_save_from_forward):

@@ -6,6 +6,8 @@
 //                                        every program of up to N statements
 //   explorer run FILE|NAME [--semantics fp8sm|upstream|pr3213] [--json]
 //   explorer catalogue [--semantics S]   every built-in scenario, all semantics by default
+//   explorer random [--seed S] [--count N] [--length L] [--modules K]
+//                                        N random programs (the corpus of the TE conformance check)
 //   explorer list                        the built-in catalogue
 //   explorer invariants                  the invariants, one line each
 //   explorer table                       the transition table, one row a line
@@ -39,6 +41,7 @@
 #include "explorer/search_report.hpp"
 #include "spec/catalogue.hpp"
 #include "spec/invariants.hpp"
+#include "spec/random_program.hpp"
 #include "spec/scenario_parser.hpp"
 #include "spec/semantics.hpp"
 #include "statemachine/machine.hpp"
@@ -224,6 +227,18 @@ int depth_command(explorer::SearchOptions options, const std::string& semantics,
   return result.complete ? kClean : kIncomplete;
 }
 
+// `count` programs of the stream `seed`, each after a comment line naming it; the same bytes
+// for the same arguments on every platform.
+int random_command(std::uint64_t seed, std::uint64_t count, int length, int modules) {
+  spec::ProgramShape shape;
+  shape.modules = modules;
+  for (std::uint64_t k = 0; k < count; ++k) {
+    std::cout << "# program " << k << " of seed " << seed << "\n"
+              << spec::print_scenario(spec::random_program(seed, k, length, shape));
+  }
+  return kClean;
+}
+
 int list_command() {
   for (const spec::CatalogueEntry& entry : spec::catalogue()) {
     std::cout << entry.row << "\t" << entry.name << "\t" << entry.title << "\n";
@@ -252,6 +267,9 @@ struct Options {
   std::string checks;
   std::string max_memory;
   std::string max_states;
+  std::string seed;
+  std::string count;
+  std::optional<int> length;
   bool json = false;
   bool no_symmetry = false;
   bool no_canonical_ids = false;
@@ -268,39 +286,69 @@ void only(const CLI::App& app, const std::string& command, std::initializer_list
   }
 }
 
-std::uint64_t max_states_option(const std::string& text) {
+// A decimal count of `option`, or a UsageError that says what was wrong (`what`: the range).
+std::uint64_t count_option(const char* option, const std::string& text, const char* what) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
-    throw UsageError{"--max-states: '" + text + "' is not a count (0 or more; 0: no limit)"};
+    throw UsageError{std::string(option) + ": '" + text + "' is not " + what};
   }
   try {
     return std::stoull(text);
   } catch (const std::exception&) {
-    throw UsageError{"--max-states: '" + text + "' is too large"};
+    throw UsageError{std::string(option) + ": '" + text + "' is too large"};
   }
 }
 
-int dispatch(CLI::App& app, Options& o, const CLI::App* run, const std::string& target, const CLI::App* catalogue,
-             const CLI::App* list, const CLI::App* invariants, const CLI::App* table) {
+std::uint64_t max_states_option(const std::string& text) {
+  return count_option("--max-states", text, "a count (0 or more; 0: no limit)");
+}
+
+struct Commands {
+  const CLI::App* run;
+  const CLI::App* catalogue;
+  const CLI::App* random;
+  const CLI::App* list;
+  const CLI::App* invariants;
+  const CLI::App* table;
+};
+
+int random_dispatch(Options& o, bool modules_given) {
+  constexpr std::uint64_t kMaxCount = 10'000'000;
+  const std::uint64_t seed = o.seed.empty() ? 1 : count_option("--seed", o.seed, "a seed (a number, 0 or more)");
+  const std::uint64_t count =
+      o.count.empty() ? 1 : count_option("--count", o.count, "a count (1 to 10000000)");
+  if (count < 1 || count > kMaxCount) throw UsageError{"--count: must be 1 to 10000000"};
+  const int length = o.length.value_or(30);
+  if (length < 1 || length > 1000) throw UsageError{"--length: must be 1 to 1000"};
+  const int modules = modules_given ? o.search.alphabet.modules : 3;
+  if (modules < 1 || modules > 16) throw UsageError{"--modules: must be 1 to 16"};
+  return random_command(seed, count, length, modules);
+}
+
+int dispatch(CLI::App& app, Options& o, const std::string& target, const Commands& c) {
   if (app.get_subcommands().empty()) {
-    if (!o.depth) throw UsageError{"give a command (run, catalogue, list, invariants, table) or --depth N"};
+    if (!o.depth) throw UsageError{"give a command (run, catalogue, random, list, invariants, table) or --depth N"};
     o.search.depth = *o.depth;
     o.search.alphabet.symmetry = !o.no_symmetry;
     o.search.canonical_ids = !o.no_canonical_ids;
     if (!o.max_states.empty()) o.search.max_states = max_states_option(o.max_states);
     return depth_command(o.search, o.semantics.value_or("fp8sm"), o.checks, o.max_memory, o.json);
   }
-  if (*run) {
+  if (*c.run) {
     only(app, "run", {"--semantics", "--json"});
     return run_command(target, o.semantics.value_or("fp8sm"), o.json);
   }
-  if (*catalogue) {
+  if (*c.catalogue) {
     only(app, "catalogue", {"--semantics"});
     return catalogue_command(o.semantics);
   }
+  if (*c.random) {
+    only(app, "random", {"--seed", "--count", "--length", "--modules"});
+    return random_dispatch(o, app.get_option("--modules")->count() > 0);
+  }
   only(app, app.get_subcommands().front()->get_name(), {});
-  if (*list) return list_command();
-  if (*invariants) return invariants_command();
-  if (*table) return table_command();
+  if (*c.list) return list_command();
+  if (*c.invariants) return invariants_command();
+  if (*c.table) return table_command();
   return kUsageError;
 }
 
@@ -316,7 +364,8 @@ int main(int argc, char** argv) {
   app.add_option("--depth", o.depth, "explore every program of up to N statements");
   app.add_option("--semantics", o.semantics,
                  "fp8sm, upstream or pr3213 (default fp8sm; with catalogue: only this one)");
-  app.add_option("--modules", o.search.alphabet.modules, "with --depth: module names L0.. (1 to 16, default 2)");
+  app.add_option("--modules", o.search.alphabet.modules,
+                 "with --depth or random: module names L0.. (1 to 16, default 2; random: 3)");
   app.add_option("--check", o.checks, "with --depth: only these invariants, e.g. I1,I4");
   app.add_option("--threads", o.search.threads,
                  "with --depth: worker threads (1 to " + std::to_string(kMaxThreads) + ", default 1)");
@@ -327,6 +376,9 @@ int main(int argc, char** argv) {
                "with --depth: do not merge states that differ only in the numbering of checkpoint, node and graph ids");
   app.add_flag("--no-symmetry", o.no_symmetry, "with --depth: do not reduce by module-name symmetry");
   app.add_flag("--json", o.json, "with --depth or run: print one JSON object");
+  app.add_option("--seed", o.seed, "with random: the stream of programs (default 1)");
+  app.add_option("--count", o.count, "with random: how many programs (default 1)");
+  app.add_option("--length", o.length, "with random: at most this many choices a program (default 30)");
   app.footer(
       "Options may stand before or after the command. run's SCENARIO is read as a file when a path of\n"
       "that name exists (a directory or an unreadable file is an error), else as a catalogue name or\n"
@@ -338,6 +390,7 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "run one scenario (a file, or a catalogue name or row)");
   run->add_option("scenario", target, "scenario file, or catalogue entry")->required();
   CLI::App* catalogue = app.add_subcommand("catalogue", "run every catalogue entry and summarise");
+  CLI::App* random = app.add_subcommand("random", "print random programs of the scenario language");
   CLI::App* list = app.add_subcommand("list", "list the built-in catalogue");
   CLI::App* invariants = app.add_subcommand("invariants", "list the invariants");
   CLI::App* table = app.add_subcommand("table", "print the transition table");
@@ -353,7 +406,7 @@ int main(int argc, char** argv) {
       std::cerr << "explorer: error: " << e.what() << " (see 'explorer --help')\n";
       return kUsageError;
     }
-    return dispatch(app, o, run, target, catalogue, list, invariants, table);
+    return dispatch(app, o, target, Commands{run, catalogue, random, list, invariants, table});
   } catch (const UsageError& e) {
     std::cerr << "explorer: error: " << e.message << "\n";
   } catch (const spec::ParseError& e) {

@@ -60,8 +60,13 @@ Matrix checkpoint(Context& context, CheckpointMode mode, const CheckpointFunctio
   const std::size_t id = context.open_scope(Context::ScopeKind::Checkpoint);
   Matrix output;
   try {
-    output = mode == CheckpointMode::Reentrant ? context.run_reentrant(function, input)
-                                               : context.run_non_reentrant(function, input);
+    if (context.machine().checkpoint_call_is_plain()) {
+      output = function(input);  // spec §3.5 "Dispatch": no checkpoint at all
+    } else if (mode == CheckpointMode::Reentrant) {
+      output = context.run_reentrant(function, input);
+    } else {
+      output = context.run_non_reentrant(function, input);
+    }
   } catch (...) {
     context.close_scope(Context::ScopeKind::Checkpoint, id);
     throw;

@@ -18,15 +18,15 @@ ModelException user_exception(const char* statement) {
   return ModelException{RaisedException{"UserError", std::string("raised by '") + statement + "'"}};
 }
 
-// What torch raises for a backward through a graph it already freed.
-ModelException graph_already_freed() {
-  return ModelException{RaisedException{
-      "RuntimeError",
-      "Trying to backward through the graph a second time (or directly access saved tensors "
-      "after they have already been freed)"}};
+}  // namespace
+
+RaisedException graph_already_freed() {
+  return RaisedException{"RuntimeError",
+                         "Trying to backward through the graph a second time (or directly access saved tensors "
+                         "after they have already been freed)"};
 }
 
-}  // namespace
+bool is_graph_already_freed(const RaisedException& raised) { return raised == graph_already_freed(); }
 
 Interpreter::Interpreter(spec::Semantics semantics, Observer* observer)
     : observer_(observer != nullptr ? observer : &silent_), machine_(semantics, this) {
@@ -92,7 +92,7 @@ void encode_graph(Encoder& out, const Graph& graph) {
   put(out, graph.freed | (graph.live << 1), 1);
   put(out, graph.nodes.size(), 4);
   for (const Node& n : graph.nodes) {
-    put(out, static_cast<std::uint64_t>(n.kind) | (n.fp8 << 1) | (n.owner << 2) | (n.backward_ran << 3), 1);
+    put(out, static_cast<std::uint64_t>(n.kind) | (n.fp8 << 1) | (n.owner << 2) | (n.backward_ran << 3) | (n.freed << 4), 1);
     out.put_id(IdKind::Node, n.id);
     put(out, n.module, 2);
     put_position(out, IdKind::Record, n.reentrant);
@@ -286,6 +286,7 @@ void Interpreter::open_scope(const Statement& s, std::uint32_t at) {
       scope.graph_mark = current_graph_->nodes.size();
       break;
     case Op::CheckpointReentrant:
+      if ((scope.plain = machine_.checkpoint_call_is_plain())) break;
       // §3.5 CKR_FWD: the autograd Function's forward runs with grad off.
       scope.grad_at_call = machine_.grad_enabled();
       scope.capture = next_capture_++;
@@ -294,6 +295,7 @@ void Interpreter::open_scope(const Statement& s, std::uint32_t at) {
       observer_->checkpoint_forward_begin(scope.capture);
       break;
     case Op::CheckpointNonReentrant: {
+      if ((scope.plain = machine_.checkpoint_call_is_plain())) break;
       // §3.5 NR_FWD: fp8 is read before the body; the body keeps the caller's grad mode. Its
       // saved-tensor hook is the innermost from now until it exits.
       scope.capture = next_capture_++;
@@ -331,6 +333,7 @@ void Interpreter::exit_scope(Scope& scope, bool exceptional, std::uint32_t body_
       fire(spec::GradPop{});
       break;
     case Op::CheckpointReentrant: {
+      if (scope.plain) break;
       fire(spec::CheckpointForwardExit{exceptional});
       fire(spec::GradPop{});
       observer_->checkpoint_forward_end(scope.capture, exceptional);
@@ -350,6 +353,7 @@ void Interpreter::exit_scope(Scope& scope, bool exceptional, std::uint32_t body_
       break;
     }
     case Op::CheckpointNonReentrant: {
+      if (scope.plain) break;
       fire(spec::CheckpointForwardExit{exceptional});
       observer_->checkpoint_forward_end(scope.capture, exceptional);
       packs_.pop_back();
@@ -464,44 +468,56 @@ void Interpreter::run_backward(const Statement& s) {
   }
   // An empty graph makes an empty pass: the language's backward runs over what was recorded,
   // and the chain's input is taken to require grad (as in TE's tests), so torch would not
-  // refuse it either.
-  if (graph->freed) throw graph_already_freed();
+  // refuse it either. A graph backpropagated before without retain runs again: torch refuses
+  // only at a node whose backward completed then (see backpropagate).
   // The nodes are copied: a recompute may record into other graphs while we walk this one.
   const std::vector<Node> nodes = graph->nodes;
-  Graph* retained = graph;
+  const bool was_freed = graph->freed;  // its checkpoints were released then
+  Graph* kept = graph;  // where the nodes' flags are kept for a later pass
   if (!s.retain) {
-    retained = nullptr;
-    graph->freed = true;  // torch frees the buffers as it goes, even if backward fails
-    if (graph == &step_graph_) {
+    graph->freed = true;
+    if (graph == &step_graph_) {  // the step's next statements record a new graph
       step_graph_ = Graph{};
       step_graph_.generation = next_generation_++;
+      kept = nullptr;
     }
   }
   observer_->backward_pass_begin();
   fire(spec::BackwardPassBegin{});
   fire(spec::GradPush{false, true});  // the engine runs backward functions with grad off
   try {
-    backpropagate(nodes, retained);
+    backpropagate(nodes, kept, s.retain);
   } catch (const ModelException&) {
     fire(spec::GradPop{});
     fire(spec::BackwardPassEnd{false});
     observer_->backward_pass_end(false);
-    if (!s.retain) drop_nodes(nodes);
+    if (!s.retain && !was_freed) drop_nodes(nodes);
     throw;
   }
   fire(spec::GradPop{});
   fire(spec::BackwardPassEnd{true});
   observer_->backward_pass_end(true);
-  if (!s.retain) drop_nodes(nodes);
+  if (!s.retain && !was_freed) drop_nodes(nodes);
 }
 
 // ---- backward engine ----------------------------------------------------------------------
 
-// Visits `nodes` in reverse. `retained`, when given, is the graph they belong to, kept for
-// another backward: it remembers which module nodes completed their backward.
-void Interpreter::backpropagate(const std::vector<Node>& nodes, Graph* retained) {
+// Visits `nodes` in reverse. `kept`, when given, is the graph they belong to, kept for another
+// backward: it remembers which nodes completed their backward, and (without `retain`) which
+// ones torch freed. A freed node stops the pass at its turn: a Linear on the first line of its
+// backward (the table: TE's AttributeError), else torch's RuntimeError for freed saved tensors.
+void Interpreter::backpropagate(const std::vector<Node>& nodes, Graph* kept, bool retain) {
   for (std::size_t i = nodes.size(); i-- > 0;) {
     const Node& node = nodes[i];
+    if (node.freed) {
+      if (node.kind == Node::Kind::Module) fire(spec::ModuleBackwardBegin{node.module, true});
+      throw ModelException{graph_already_freed()};
+    }
+    auto completed = [&] {
+      if (kept == nullptr) return;
+      kept->nodes[i].backward_ran = true;
+      kept->nodes[i].freed = !retain;
+    };
     if (node.kind == Node::Kind::Module) {
       // §3.3: the first line of the backward, then the unpack of what it saved, the gradient
       // casts, and the end of the backward (the update, if it owns it).
@@ -509,7 +525,7 @@ void Interpreter::backpropagate(const std::vector<Node>& nodes, Graph* retained)
       unpack_saved(node);
       observer_->module_backward(node.module, node.fp8);
       fire(spec::ModuleBackward{node.module, node.owner, node.fp8});
-      if (retained != nullptr) retained->nodes[i].backward_ran = true;
+      completed();
       continue;
     }
     // §3.5 CKR_BWD: the checkpoint function's backward unpacks its saved inputs first, then
@@ -525,12 +541,13 @@ void Interpreter::backpropagate(const std::vector<Node>& nodes, Graph* retained)
       throw;
     }
     try {
-      backpropagate(sub_tape.nodes, nullptr);
+      backpropagate(sub_tape.nodes, nullptr, false);
     } catch (const ModelException&) {
       drop_nodes(sub_tape.nodes);
       throw;
     }
     drop_nodes(sub_tape.nodes);  // torch backpropagates the sub-graph without retaining it
+    completed();
   }
 }
 

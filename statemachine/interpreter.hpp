@@ -29,6 +29,11 @@ struct ModelException {
   spec::RaisedException raised;
 };
 
+// What torch raises at a node of a graph whose backward already ran without retain: about the
+// graph's shape, not about FP8 state (a checkpoint adds a node even around nothing).
+spec::RaisedException graph_already_freed();
+bool is_graph_already_freed(const spec::RaisedException& raised);
+
 class Interpreter : private Hooks {
  public:
   // `observer` (may be nullptr) must outlive the interpreter.
@@ -63,6 +68,7 @@ class Interpreter : private Hooks {
     // checkpoints
     CaptureId capture = 0;
     bool grad_at_call = false;     // reentrant: a node is recorded only if grad was on
+    bool plain = false;            // run as a plain call (Machine::checkpoint_call_is_plain)
     std::uint32_t body_begin = 0;  // the first statement of its body in the log
     int frame = -1;                // non-reentrant: its frame
     // try
@@ -96,7 +102,7 @@ class Interpreter : private Hooks {
   void end_step();
 
   // Backward engine.
-  void backpropagate(const std::vector<Node>& nodes, Graph* retained);
+  void backpropagate(const std::vector<Node>& nodes, Graph* kept, bool retain);
   void unpack_saved(const Node& node);
   void recompute(CaptureId capture, bool fp8, const Body& body, Graph& graph);
   void recompute_frame(int frame);

@@ -123,6 +123,12 @@ bool Machine::grad_enabled() const {
   return impl_->fsm.current_state()[kGradRegion] == state_id<states::GradEnabled>();
 }
 
+// upstream only: TE 2.20.2 added the early return; the PR head (pr3213) predates it, and fp8sm
+// keeps its own checkpoint bookkeeping under no_grad (docs/semantics.md).
+bool Machine::checkpoint_call_is_plain() const {
+  return semantics() == spec::Semantics::Upstream && !grad_enabled();
+}
+
 int Machine::autocast_depth() const { return static_cast<int>(impl_->fsm.data.autocasts.size()); }
 
 const MachineData& Machine::data() const { return impl_->fsm.data; }

@@ -42,6 +42,9 @@ class Machine {
   CheckpointPhase checkpoint_phase() const;
   bool fp8_enabled() const;
   bool grad_enabled() const;
+  // Whether a checkpoint called now runs its function as a plain call: no ARF, no capture, no
+  // frame, no node (spec §3.5 "Dispatch": TE 2.20.2's `checkpoint()` with grad disabled).
+  bool checkpoint_call_is_plain() const;
   int autocast_depth() const;
   const MachineData& data() const;
   ModuleFlags module(ModuleId m) const;

@@ -49,6 +49,8 @@ struct Node {
   bool fp8 = false;           // Module: its meta is FP8 (m.fp8 when recorded)
   bool owner = false;         // Module: the saved reduce_and_update_bwd_fp8_tensors flag
   bool backward_ran = false;  // Module: its backward completed once (a retained graph keeps the node)
+  bool freed = false;         // its backward completed in a pass without retain: torch released
+                              // what it saved (and TE's Linear dropped its backward objects)
   int reentrant = -1;         // Checkpoint: index of its ReentrantRecord
   int frame = -1;             // the non-reentrant frame whose hook packed what it saved, or -1
   std::uint32_t slot = 0;     // its slot in that frame
@@ -57,7 +59,7 @@ struct Node {
 struct Graph {
   std::vector<Node> nodes;
   std::uint32_t generation = 0;  // tells graphs apart after `save` replaced the current one
-  bool freed = false;            // backpropagated without retain
+  bool freed = false;            // backpropagated without retain (its nodes are released)
   bool live = true;              // false for a non-reentrant recompute's graph
 };
 

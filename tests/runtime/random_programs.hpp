@@ -12,6 +12,7 @@
 
 #include "runtime/backends.hpp"
 #include "scenario_on_runtime.hpp"
+#include "spec/random_program.hpp"
 #include "spec/scenario_parser.hpp"
 #include "statemachine/interpreter.hpp"
 
@@ -20,61 +21,12 @@ namespace fp8sm::test_support {
 constexpr int kModules = 3;
 
 // A well-formed program of the language ScenarioOnRuntime runs (all of it but
-// recompute_uncaptured), from a list of choices: each choice picks one of the statements the
-// language allows at that point (closing the innermost block among them), so RapidCheck
-// shrinks programs by shrinking choices. Checkpoints of both kinds nest any way; `save` and
-// `backward [TAPE] [retain]` stand outside checkpoints, a tape's backward after its save.
+// recompute_uncaptured), from a list of choices (RapidCheck shrinks programs by shrinking them).
 inline spec::Program program_from(const std::vector<int>& choices) {
-  using spec::Op;
-  using spec::Statement;
-  constexpr std::uint16_t kTapes = 2;
-  spec::Program program;
-  for (int m = 0; m < kModules; ++m) program.module_names.push_back("L" + std::to_string(m));
-  for (std::uint16_t t = 0; t < kTapes; ++t) program.tape_names.push_back(std::string(1, static_cast<char>('A' + t)));
-  std::vector<Op> open;
-  std::vector<bool> saved(kTapes, false);
-  auto make = [](Op op, std::uint16_t name = 0, bool retain = false) {
-    Statement s;
-    s.op = op;
-    s.name = name;
-    s.retain = retain;
-    return s;
-  };
-  for (int choice : choices) {
-    const bool in_checkpoint = std::any_of(open.begin(), open.end(), spec::is_checkpoint);
-    std::vector<Statement> allowed;
-    for (Op op : {Op::AutocastOn, Op::AutocastOff, Op::CheckpointReentrant, Op::CheckpointNonReentrant, Op::NoGrad,
-                  Op::Try}) {
-      allowed.push_back(make(op));
-    }
-    for (int m = 0; m < kModules; ++m) {
-      allowed.push_back(make(Op::Linear, static_cast<std::uint16_t>(m)));
-      allowed.push_back(make(Op::Linear, static_cast<std::uint16_t>(m)));  // modules twice as likely
-    }
-    for (Op op : {Op::RaiseAlways, Op::RaiseOriginal, Op::RaiseRecompute}) allowed.push_back(make(op));
-    if (!in_checkpoint) {  // backward three times as likely: it is what runs recomputes
-      for (int i = 0; i < 3; ++i) allowed.push_back(make(Op::Backward, spec::kCurrentGraph, i == 0));
-      for (std::uint16_t t = 0; t < kTapes; ++t) {
-        allowed.push_back(make(Op::Save, t));
-        if (saved[t]) {
-          allowed.push_back(make(Op::Backward, t, false));
-          allowed.push_back(make(Op::Backward, t, true));
-        }
-      }
-    }
-    if (open.empty()) allowed.push_back(make(Op::Step));
-    if (!open.empty()) {
-      allowed.push_back(make(Op::Close));
-      allowed.push_back(make(Op::Close));
-    }
-    const Statement s = allowed[static_cast<std::size_t>(choice) % allowed.size()];
-    if (spec::opens_block(s.op)) open.push_back(s.op);
-    if (s.op == Op::Close) open.pop_back();
-    if (s.op == Op::Save) saved[s.name] = true;
-    program.statements.push_back(s);
-  }
-  for (; !open.empty(); open.pop_back()) program.statements.push_back(make(Op::Close));
-  return program;
+  spec::ProgramShape shape;
+  shape.modules = kModules;
+  shape.recompute_uncaptured = false;
+  return spec::program_from_choices(choices, shape);
 }
 
 // Whether a non-reentrant checkpoint opens inside another.

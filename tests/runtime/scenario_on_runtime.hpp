@@ -76,9 +76,6 @@ class ScenarioOnRuntime {
       } catch (const runtime::StateError& e) {
         raised.push_back(e.kind());
         skipping = true;
-      } catch (const GraphFreed&) {
-        raised.push_back("RuntimeError");  // what torch raises; the model's kind
-        skipping = true;
       } catch (const runtime::CheckpointError& e) {
         throw RuntimeRefused(e.what());
       }
@@ -102,10 +99,6 @@ class ScenarioOnRuntime {
   };
 
   static runtime::Matrix input() { return runtime::Matrix(2, 4, 0.5f); }
-
-  // A second backward of a graph freed by the first: the runtime refuses it as misuse, torch
-  // (and the model) raise RuntimeError.
-  struct GraphFreed {};
 
   static Block parse(const std::vector<spec::Statement>& statements) {
     std::size_t at = 0;
@@ -175,7 +168,6 @@ class ScenarioOnRuntime {
           return execute_body(*item.block, h);
         } catch (const ProgramRaised&) {
         } catch (const runtime::StateError&) {
-        } catch (const GraphFreed&) {
         }
         context_.discard_since(mark);
         return h;
@@ -188,9 +180,9 @@ class ScenarioOnRuntime {
   static std::string tape_name(std::uint16_t tape) { return "tape" + std::to_string(tape); }
 
   // The model runs an empty pass over an empty graph (the current graph is a fresh one after
-  // a backward without retain); the runtime refuses: such programs are discarded. A tape freed
-  // by a backward without retain raises RuntimeError at its next backward, in torch and in the
-  // model; the runtime refuses it as misuse.
+  // a backward without retain); the runtime refuses: such programs are discarded. So are those
+  // that backpropagate a tape again after a backward without retain: the runtime refuses it as
+  // misuse, where torch (and the model) run it up to the first node that pass freed.
   void backward(const spec::Statement& s, const runtime::Matrix& grad) {
     if (s.name == spec::kCurrentGraph) {
       if (!context_.has_recorded()) throw RuntimeRefused("backward with nothing recorded");
@@ -198,7 +190,7 @@ class ScenarioOnRuntime {
       return;
     }
     const std::string tape = tape_name(s.name);
-    if (freed_tapes_.count(tape) != 0) throw GraphFreed{};
+    if (freed_tapes_.count(tape) != 0) throw RuntimeRefused("backward of a tape freed by a backward without retain");
     if (!context_.has_recorded(tape)) throw RuntimeRefused("backward of an empty tape");
     if (!s.retain) freed_tapes_.insert(tape);
     context_.backward(tape, grad, s.retain);
