@@ -42,7 +42,7 @@ ModelState::ModelState(spec::Semantics semantics)
 ModelState::ModelState(const ModelState& other)
     : program_(copy_run(other.program_)),
       reference_(copy_run(other.reference_)),
-      recompute_specific_(other.recompute_specific_),
+      divergence_(other.divergence_),
       reference_comparable_(other.reference_comparable_),
       open_(other.open_),
       saved_(other.saved_),
@@ -53,7 +53,7 @@ bool ModelState::inside_checkpoint() const {
 }
 
 Verdict ModelState::apply(const Statement& s) {
-  recompute_specific_ = recompute_specific_ || spec::recompute_specific(s.op, inside_checkpoint());
+  divergence_.apply(s, inside_checkpoint());
   // The reference sees the program without checkpoint blocks and recompute_uncaptured
   // (spec::without_checkpoints, statement by statement).
   bool reference_skips = s.op == Op::RecomputeUncaptured;
@@ -102,7 +102,7 @@ Verdict ModelState::finish_step(bool end_of_file) {
   if (reference_comparable_ && !steps.empty() && !reference_steps.empty()) {
     const TransparencyJudgement judgement =
         judge_transparency(steps.back(), verdicts.back().numerics, reference_steps.back(),
-                           reference_verdicts.back().numerics, recompute_specific_);
+                           reference_verdicts.back().numerics, divergence_.diverged);
     if (!judgement.violation.empty()) verdict.add(spec::Invariant::I8, judgement.violation);
     reference_comparable_ = judgement.later_steps_comparable;
   }
@@ -126,7 +126,9 @@ void ModelState::encode(std::string& out, bool canonical_ids) const {
     encoder.finish(out);
   }
   using statemachine::put;
-  put(encoder, recompute_specific_ | (reference_comparable_ << 1), 1);
+  put(encoder, divergence_.diverged | (reference_comparable_ << 1), 1);
+  put(encoder, divergence_.tape_freed.size(), 2);
+  for (bool b : divergence_.tape_freed) put(encoder, b, 1);
   put(encoder, open_.size(), 2);
   for (spec::Op op : open_) put(encoder, static_cast<std::uint64_t>(op), 1);
   put(encoder, saved_.size(), 2);

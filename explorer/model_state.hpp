@@ -14,6 +14,7 @@
 
 #include "explorer/invariant_checker.hpp"
 #include "spec/scenario.hpp"
+#include "spec/scenario_transform.hpp"
 #include "spec/semantics.hpp"
 #include "statemachine/interpreter.hpp"
 
@@ -62,7 +63,7 @@ class ModelState {
 
   Run program_;
   Run reference_;
-  bool recompute_specific_ = false;  // see spec::recompute_specific: I8 no longer applies
+  spec::ReferenceDivergence divergence_;  // once diverged, I8 no longer applies
   bool reference_comparable_ = true;
   std::vector<spec::Op> open_;  // opening statements of the open blocks; the reference skips checkpoints
   std::vector<bool> saved_;  // per tape: some `save` of it appears in the prefix

@@ -2,18 +2,13 @@
 
 #include <algorithm>
 
-#include "statemachine/interpreter.hpp"
-
 namespace fp8sm::explorer {
 
 namespace {
 
-// The program's own raises, and torch's refusal of a freed graph (a checkpoint adds a node to
-// the graph even around an empty body): neither says anything about the FP8 state.
-bool only_exceptions_beside_fp8_state(const spec::StepResult& r) {
-  return std::all_of(r.raised.begin(), r.raised.end(), [](const spec::RaisedException& e) {
-    return e.kind == "UserError" || statemachine::is_graph_already_freed(e);
-  });
+bool only_user_exceptions(const spec::StepResult& r) {
+  return std::all_of(r.raised.begin(), r.raised.end(),
+                     [](const spec::RaisedException& e) { return e.kind == "UserError"; });
 }
 
 // Modules the reference never touched compare as untouched.
@@ -39,7 +34,7 @@ TransparencyJudgement judge_transparency(const spec::StepResult& got, const std:
   if (got.raised != want.raised) {
     // The runs diverge here: later steps start from different states.
     judgement.later_steps_comparable = false;
-    if (only_exceptions_beside_fp8_state(got) && only_exceptions_beside_fp8_state(want)) return judgement;
+    if (only_user_exceptions(got) && only_user_exceptions(want)) return judgement;
     judgement.violation = "raises where the program without checkpoints does not (or the reverse)";
   } else if (got.forward_updates != want.forward_updates || got.backward_updates != want.backward_updates) {
     judgement.violation = "counts " + std::to_string(got.forward_updates) + "/" + std::to_string(got.backward_updates) +

@@ -30,20 +30,32 @@ bool recompute_specific(Op op, bool inside_checkpoint) {
   return inside_checkpoint && (op == Op::RaiseOriginal || op == Op::RaiseRecompute);
 }
 
+void ReferenceDivergence::apply(const Statement& s, bool inside_checkpoint) {
+  diverged = diverged || recompute_specific(s.op, inside_checkpoint);
+  if ((s.op != Op::Save && s.op != Op::Backward) || s.name == kCurrentGraph) return;
+  if (s.name >= tape_freed.size()) tape_freed.resize(s.name + 1u, false);
+  if (s.op == Op::Save) {
+    tape_freed[s.name] = false;
+    return;
+  }
+  diverged = diverged || tape_freed[s.name];
+  tape_freed[s.name] = tape_freed[s.name] || !s.retain;
+}
+
 std::vector<bool> recompute_specific_steps(const Program& program) {
   std::vector<bool> steps;
   std::vector<bool> checkpoint_block;  // per open block
   int checkpoints_open = 0;
-  bool seen = false;
+  ReferenceDivergence divergence;
   bool step_has_statements = false;
   for (const Statement& s : program.statements) {
     if (s.op == Op::Step) {
-      steps.push_back(seen);
+      steps.push_back(divergence.diverged);
       step_has_statements = false;
       continue;
     }
     step_has_statements = true;
-    seen = seen || recompute_specific(s.op, checkpoints_open > 0);
+    divergence.apply(s, checkpoints_open > 0);
     if (opens_block(s.op)) {
       checkpoint_block.push_back(is_checkpoint(s.op));
       checkpoints_open += is_checkpoint(s.op) ? 1 : 0;
@@ -52,7 +64,7 @@ std::vector<bool> recompute_specific_steps(const Program& program) {
       checkpoint_block.pop_back();
     }
   }
-  if (step_has_statements) steps.push_back(seen);
+  if (step_has_statements) steps.push_back(divergence.diverged);
   return steps;
 }
 

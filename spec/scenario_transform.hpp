@@ -16,7 +16,19 @@ Program without_checkpoints(const Program& program);
 // with one is not the same program as its reference, and I8 does not apply from there on.
 bool recompute_specific(Op op, bool inside_checkpoint);
 
-// Per step of the program: whether some statement up to the step's end is recompute-specific.
+// Where a program and its reference part for reasons that are not the FP8 state, so that I8
+// compares them no further: a recompute-specific statement, or a backward of a tape that a
+// backward without retain ran over since its last save (torch refuses such a graph at its
+// first freed node, and a checkpoint is a node even around an empty body, so the program can
+// raise where its reference does not).
+struct ReferenceDivergence {
+  bool diverged = false;
+  std::vector<bool> tape_freed;  // per tape: backpropagated without retain since its last save
+
+  void apply(const Statement& s, bool inside_checkpoint);
+};
+
+// Per step of the program: whether it has diverged from its reference by the step's end.
 std::vector<bool> recompute_specific_steps(const Program& program);
 
 }  // namespace fp8sm::spec

@@ -18,15 +18,15 @@ ModelException user_exception(const char* statement) {
   return ModelException{RaisedException{"UserError", std::string("raised by '") + statement + "'"}};
 }
 
-}  // namespace
-
-RaisedException graph_already_freed() {
-  return RaisedException{"RuntimeError",
-                         "Trying to backward through the graph a second time (or directly access saved tensors "
-                         "after they have already been freed)"};
+// What torch raises at a node whose saved tensors a backward without retain released.
+ModelException graph_already_freed() {
+  return ModelException{RaisedException{
+      "RuntimeError",
+      "Trying to backward through the graph a second time (or directly access saved tensors "
+      "after they have already been freed)"}};
 }
 
-bool is_graph_already_freed(const RaisedException& raised) { return raised == graph_already_freed(); }
+}  // namespace
 
 Interpreter::Interpreter(spec::Semantics semantics, Observer* observer)
     : observer_(observer != nullptr ? observer : &silent_), machine_(semantics, this) {
@@ -511,7 +511,7 @@ void Interpreter::backpropagate(const std::vector<Node>& nodes, Graph* kept, boo
     const Node& node = nodes[i];
     if (node.freed) {
       if (node.kind == Node::Kind::Module) fire(spec::ModuleBackwardBegin{node.module, true});
-      throw ModelException{graph_already_freed()};
+      throw graph_already_freed();
     }
     auto completed = [&] {
       if (kept == nullptr) return;

@@ -29,11 +29,6 @@ struct ModelException {
   spec::RaisedException raised;
 };
 
-// What torch raises at a node of a graph whose backward already ran without retain: about the
-// graph's shape, not about FP8 state (a checkpoint adds a node even around nothing).
-spec::RaisedException graph_already_freed();
-bool is_graph_already_freed(const spec::RaisedException& raised);
-
 class Interpreter : private Hooks {
  public:
   // `observer` (may be nullptr) must outlive the interpreter.

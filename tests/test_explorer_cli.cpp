@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "run_command.hpp"
+#include "spec/scenario_parser.hpp"
 
 namespace {
 
@@ -33,6 +35,47 @@ int lines(const std::string& text) {
   int n = 0;
   for (char c : text) n += c == '\n';
   return n;
+}
+
+// `explorer random`: the corpus of the TE conformance check must be the same bytes for the same
+// arguments, parse, and reach every statement of the language.
+TEST(ExplorerRandom, SameBytesForTheSameArgumentsEveryProgramParsesAndEveryStatementAppears) {
+  const Result a = explorer("random --seed 7 --count 300");
+  const Result b = explorer("random --count 300 --seed 7");
+  ASSERT_EQ(a.status, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, explorer("random --seed 8 --count 300").out);
+  // A program regenerates alone: the first of a stream is the stream of one.
+  const std::string first = explorer("random --seed 7 --count 1").out;
+  EXPECT_EQ(a.out.compare(0, first.size(), first), 0);
+
+  std::vector<std::string> programs;
+  std::size_t at = 0;
+  while ((at = a.out.find("# program ", at)) != std::string::npos) {
+    const std::size_t next = a.out.find("# program ", at + 1);
+    programs.push_back(a.out.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    at = next;
+  }
+  ASSERT_EQ(programs.size(), 300u);
+  bool nested_mixed = false;
+  for (const std::string& text : programs) {
+    const fp8sm::spec::Program program = fp8sm::spec::parse_scenario(text);  // throws if not
+    std::vector<fp8sm::spec::Op> open;
+    for (const fp8sm::spec::Statement& s : program.statements) {
+      if (fp8sm::spec::is_checkpoint(s.op)) {
+        for (fp8sm::spec::Op o : open) nested_mixed = nested_mixed || (fp8sm::spec::is_checkpoint(o) && o != s.op);
+      }
+      if (fp8sm::spec::opens_block(s.op)) open.push_back(s.op);
+      if (s.op == fp8sm::spec::Op::Close) open.pop_back();
+    }
+  }
+  EXPECT_TRUE(nested_mixed) << "no checkpoint of one kind inside one of the other";
+  for (const char* statement :
+       {"autocast on {", "autocast off {", "checkpoint reentrant {", "checkpoint nonreentrant {", "no_grad {", "try {",
+        "linear L2", "raise always", "raise original", "raise recompute", "recompute_uncaptured", "save A", "save B",
+        "backward A\n", "backward B retain", "backward retain", "backward\n", "step\n"}) {
+    EXPECT_NE(a.out.find(statement), std::string::npos) << statement;
+  }
 }
 
 TEST(ExplorerRun, SeedRowJsonMatchesTheLanguageDocument) {
@@ -209,7 +252,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"a read that fails", "run /proc/self/mem", "cannot read '/proc/self/mem'"},
         BadInput{"a fifo", "run /dev/stdin < /dev/null", "not a regular file"},
         BadInput{"too many threads", "--depth 2 --threads 100000", "--threads: must be 1 to 256"},
-        BadInput{"negative state budget", "--depth 2 --max-states -1", "--max-states: '-1' is not a count"}),
+        BadInput{"negative state budget", "--depth 2 --max-states -1", "--max-states: '-1' is not a count"},
+        BadInput{"no random program", "random --count 0", "--count: must be 1 to 10000000"},
+        BadInput{"a seed that is not a number", "random --seed x", "--seed: 'x' is not a seed"},
+        BadInput{"random programs of no length", "random --length 0", "--length: must be 1 to 1000"},
+        BadInput{"a search option for random", "random --threads 2", "--threads is not an option of random"}),
     [](const ::testing::TestParamInfo<BadInput>& input) {
       std::string name = input.param.what;
       for (char& c : name) c = (c == ' ' || c == '-') ? '_' : c;
