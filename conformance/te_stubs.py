@@ -33,12 +33,13 @@ STUBS = {
     "transformer_engine_torch.fused_amax_and_scale_update_after_reduction":
         "a no-op: the amax/scale arithmetic of an update; whether and when an update is called "
         "is decided in quantization.py, which runs as it is, and the harness counts those calls",
-    "transformer_engine_torch.get_cublasLt_version":
-        "returns 120900: only read by the FP8 availability check",
-    "transformer_engine (package __init__), transformer_engine.common (package __init__), "
-    "transformer_engine.pytorch (package __init__)":
-        "not executed: they only load the shared libraries and re-export; the submodules the "
-        "harness needs are imported from their own files",
+    "transformer_engine (package __init__), transformer_engine.pytorch (package __init__)":
+        "not executed: they load the shared libraries and re-export everything (attention "
+        "included); the submodules the harness needs are imported from their own files",
+    "transformer_engine.common (package __init__)":
+        "executed with NVTE_PROJECT_BUILDING=1, TE's own switch for its build, so it defines its "
+        "helpers without loading the core library; load_framework_extension does nothing (the "
+        "extension is the import stub)",
     "quantization.get_device_compute_capability":
         "(9, 0), a Hopper GPU: FP8 is available (autocast asserts it), MXFP8 is not (so the "
         "default recipe is DelayedScaling, as on an H100 or H200)",
@@ -59,7 +60,8 @@ STUBS = {
         "each runs inside CudaOnCpu, since torch clears function modes for the backward pass; "
         "the functions themselves are TE's, called with the same arguments",
     "linear._linear_forward_impl / _linear_setup_ctx / _linear_backward_impl (or _linear_backward)":
-        "an fp32 matmul, saving (input, weight) through ctx.save_for_backward, and its gradients: "
+        "an fp32 matmul that saves its input through ctx.save_for_backward (one saved tensor per "
+        "node: docs/scenarios.md), and its gradients: "
         "the GEMMs and casts of te.Linear; _Linear.forward/backward themselves (the claim, "
         "ctx.backward_objects, the unpack of saved tensors, the backward update) run as they are",
 }
@@ -155,7 +157,6 @@ def make_tex_module() -> types.ModuleType:
     tex.FP8FwdTensors = TexFP8FwdTensors
     tex.FP8BwdTensors = TexFP8BwdTensors
     tex.fused_amax_and_scale_update_after_reduction = lambda *args, **kwargs: None
-    tex.get_cublasLt_version = lambda: 120900
     return tex
 
 

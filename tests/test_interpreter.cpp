@@ -209,5 +209,30 @@ TEST(RecomputeOrder, NoNodeUnderNoGrad) {
   }
 }
 
+// TE 2.20.2's checkpoint() returns function(*args) when grad is disabled, before any FP8
+// bookkeeping (spec §3.5 "Dispatch"): under upstream a checkpoint under no_grad (or inside a
+// reentrant checkpoint's forward, which runs with grad off) pushes no FIFO entry, so an
+// uncaptured recompute after it finds the FIFO empty. The PR head predates that return: it
+// captures, and its uncaptured recompute is refused with RuntimeError as always.
+TEST(Checkpoints, WithGradOffUpstreamCallsTheFunctionPlainly) {
+  struct Case {
+    const char* text;
+    Semantics semantics;
+    const char* raised;
+  };
+  for (const Case& c :
+       {Case{"no_grad { checkpoint nonreentrant { recompute_uncaptured } }", Semantics::Upstream, "IndexError"},
+        Case{"no_grad { checkpoint reentrant { recompute_uncaptured } }", Semantics::Upstream, "IndexError"},
+        Case{"checkpoint reentrant { recompute_uncaptured; checkpoint nonreentrant { recompute_uncaptured } }",
+             Semantics::Upstream, "IndexError"},
+        Case{"no_grad { checkpoint nonreentrant { recompute_uncaptured } }", Semantics::Pr3213, "RuntimeError"}}) {
+    const auto steps = run(c.text, c.semantics);
+    ASSERT_EQ(steps.at(0).raised.size(), 1u) << c.text;
+    EXPECT_EQ(steps[0].raised[0].kind, c.raised) << c.text << " under " << spec::name(c.semantics);
+  }
+  // With grad on the checkpoint captures as ever: its entry is what the recompute pops.
+  EXPECT_TRUE(run("checkpoint nonreentrant { recompute_uncaptured }", Semantics::Upstream).at(0).raised.empty());
+}
+
 }  // namespace
 }  // namespace fp8sm
