@@ -7,14 +7,6 @@ namespace fp8sm::spec {
 
 namespace {
 
-Statement make(Op op, std::uint16_t name = 0, bool retain = false) {
-  Statement s;
-  s.op = op;
-  s.name = name;
-  s.retain = retain;
-  return s;
-}
-
 // The statements allowed after `open` (the blocks open now) with `saved` tapes.
 std::vector<Statement> allowed_statements(const std::vector<Op>& open, const std::vector<bool>& saved,
                                           const ProgramShape& shape) {
@@ -22,29 +14,29 @@ std::vector<Statement> allowed_statements(const std::vector<Op>& open, const std
   std::vector<Statement> allowed;
   for (Op op : {Op::AutocastOn, Op::AutocastOff, Op::CheckpointReentrant, Op::CheckpointNonReentrant, Op::NoGrad,
                 Op::Try}) {
-    allowed.push_back(make(op));
+    allowed.push_back(make_statement(op));
   }
   for (int m = 0; m < shape.modules; ++m) {  // modules twice as likely
-    allowed.push_back(make(Op::Linear, static_cast<std::uint16_t>(m)));
-    allowed.push_back(make(Op::Linear, static_cast<std::uint16_t>(m)));
+    allowed.push_back(make_statement(Op::Linear, static_cast<std::uint16_t>(m)));
+    allowed.push_back(make_statement(Op::Linear, static_cast<std::uint16_t>(m)));
   }
-  for (Op op : {Op::RaiseAlways, Op::RaiseOriginal, Op::RaiseRecompute}) allowed.push_back(make(op));
-  if (shape.recompute_uncaptured) allowed.push_back(make(Op::RecomputeUncaptured));
+  for (Op op : {Op::RaiseAlways, Op::RaiseOriginal, Op::RaiseRecompute}) allowed.push_back(make_statement(op));
+  if (shape.recompute_uncaptured) allowed.push_back(make_statement(Op::RecomputeUncaptured));
   if (!in_checkpoint) {  // backward three times as likely: it is what runs recomputes
-    for (int i = 0; i < 3; ++i) allowed.push_back(make(Op::Backward, kCurrentGraph, i == 0));
+    for (int i = 0; i < 3; ++i) allowed.push_back(make_statement(Op::Backward, kCurrentGraph, i == 0));
     for (int t = 0; t < shape.tapes; ++t) {
       const auto tape = static_cast<std::uint16_t>(t);
-      allowed.push_back(make(Op::Save, tape));
+      allowed.push_back(make_statement(Op::Save, tape));
       if (saved[tape]) {
-        allowed.push_back(make(Op::Backward, tape, false));
-        allowed.push_back(make(Op::Backward, tape, true));
+        allowed.push_back(make_statement(Op::Backward, tape, false));
+        allowed.push_back(make_statement(Op::Backward, tape, true));
       }
     }
   }
-  if (open.empty()) allowed.push_back(make(Op::Step));
+  if (open.empty()) allowed.push_back(make_statement(Op::Step));
   if (!open.empty()) {
-    allowed.push_back(make(Op::Close));
-    allowed.push_back(make(Op::Close));
+    allowed.push_back(make_statement(Op::Close));
+    allowed.push_back(make_statement(Op::Close));
   }
   return allowed;
 }
@@ -74,7 +66,7 @@ Program program_from_choices(const std::vector<int>& choices, const ProgramShape
     if (s.op == Op::Save) saved[s.name] = true;
     program.statements.push_back(s);
   }
-  for (; !open.empty(); open.pop_back()) program.statements.push_back(make(Op::Close));
+  for (; !open.empty(); open.pop_back()) program.statements.push_back(make_statement(Op::Close));
   return program;
 }
 

@@ -47,6 +47,15 @@ struct Statement {
   SourcePos pos;
 };
 
+// A statement built by a program (no source position).
+inline Statement make_statement(Op op, std::uint16_t name = 0, bool retain = false) {
+  Statement s;
+  s.op = op;
+  s.name = name;
+  s.retain = retain;
+  return s;
+}
+
 bool opens_block(Op op);
 bool is_checkpoint(Op op);
 
