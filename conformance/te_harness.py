@@ -8,7 +8,7 @@ tests count them; `raised` is the kind (class name) of each exception that escap
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import torch
 
