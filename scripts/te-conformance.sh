@@ -6,7 +6,7 @@
 # program with both results), 2 when the harness could not run.
 #
 #   scripts/te-conformance.sh [--te-version V | --te-source DIR] [--semantics upstream|pr3213]
-#                             [--random N] [--seed S] [--length L]
+#                             [--random N] [--seed S] [--length L] [--scenario FILE]...
 #   scripts/te-conformance.sh --self-test [--te-version V | --te-source DIR]
 #
 # --te-version V   TE's sources from the `transformer-engine` wheel V on PyPI (default: the
@@ -16,13 +16,16 @@
 # --self-test      the harness's own tests instead (conformance/test_te_harness.py): it gives
 #                  the seed's GPU counts, and a broken piece (the re-arm, the saved tensors, a
 #                  stub) shows
+# --scenario FILE  compare only this scenario file (repeatable)
 # The rest go to conformance/te_conformance.py (default: upstream, 1000 programs, seed 1).
 #
 # Everything it installs goes under build/: a virtual environment build/te-venv (torch and
 # the pure-Python packages TE imports, pinned) and the unpacked wheel build/te-src/V. No
 # system Python package is touched.
 set -euo pipefail
+caller_dir="$PWD"
 cd "$(dirname "$0")/.."
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$caller_dir/$1" ;; esac; }  # as the caller meant it
 
 readonly TE_VERSION_PINNED=2.20.2
 readonly PYTHON_PACKAGES=(torch==2.15.0 numpy==2.4.6 pydantic==2.14.4 packaging==26.4 einops==0.8.2
@@ -35,10 +38,11 @@ passed=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --te-version) te_version="${2:?--te-version needs a version}"; shift 2 ;;
-    --te-source) te_source="${2:?--te-source needs a directory}"; shift 2 ;;
+    --te-source) te_source="$(absolute "${2:?--te-source needs a directory}")"; shift 2 ;;
+    --scenario) passed+=("$1" "$(absolute "${2:?--scenario needs a file}")"); shift 2 ;;
     --self-test) self_test=1; shift ;;
     --semantics|--random|--seed|--length) passed+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "te-conformance.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
