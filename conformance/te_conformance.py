@@ -104,6 +104,18 @@ class Checker:
         return comparable(te_result) != comparable(model_result)
 
 
+def load_te(source: Path):
+    """TE from `source`, in a process quiet about the missing GPU and ready to fork per program."""
+    warnings.simplefilter("ignore")  # torch's and TE's import-time warnings about the missing GPU
+    logging.getLogger("torch").setLevel(logging.ERROR)  # and torch's deprecation notices of TE's calls
+    import torch
+
+    torch.set_num_threads(1)  # children are forked: no thread pool may be running
+    import te_loader
+
+    return te_loader.load(source)
+
+
 # ---- shrinking ----------------------------------------------------------------------------------
 
 def _candidates(program: List[scenario.Statement]):
@@ -222,15 +234,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.random < 0:
         parser.error("--random: must be 0 or more")
 
-    warnings.simplefilter("ignore")  # torch's and TE's import-time warnings about the missing GPU
-    logging.getLogger("torch").setLevel(logging.ERROR)  # and torch's deprecation notices of TE's calls
-    import torch
-
-    torch.set_num_threads(1)  # children are forked: no thread pool may be running
-    import te_loader
-
     started = time.monotonic()
-    te = te_loader.load(args.te_source)
+    te = load_te(args.te_source)
     checker = Checker(te, args.explorer, args.semantics)
     print(f"TE from {te.source} against `explorer run --semantics {args.semantics}`", flush=True)
     if args.scenario:

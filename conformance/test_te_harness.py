@@ -8,11 +8,9 @@ rows 1-7), not outputs of this harness.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import unittest
-import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -40,14 +38,7 @@ _te = None
 def loaded_te():
     global _te
     if _te is None:
-        warnings.simplefilter("ignore")
-        logging.getLogger("torch").setLevel(logging.ERROR)
-        import torch
-
-        torch.set_num_threads(1)
-        import te_loader
-
-        _te = te_loader.load(Path(os.environ["TE_SOURCE"]))
+        _te = te_conformance.load_te(Path(os.environ["TE_SOURCE"]))
     return _te
 
 
@@ -58,6 +49,11 @@ def seed_counts(te) -> dict:
         (step,) = result["steps"]
         counts[name] = (step["forward_updates"], step["backward_updates"])
     return counts
+
+
+def claim_without_re_arm(te):
+    """TE's claim (_check_fp8_reduce_and_update) with its recompute-phase re-arm left out."""
+    return lambda: te.manager.is_first_fp8_module()
 
 
 class Patched:
@@ -85,12 +81,7 @@ class BrokenPiecesAreSeen(unittest.TestCase):
 
     def test_a_claim_without_the_re_arm_flips_the_reentrant_rows(self):
         te = loaded_te()
-        manager = te.manager
-
-        def claim_without_re_arm():  # TE's claim with its recompute-phase re-arm left out
-            return manager.is_first_fp8_module()
-
-        with Patched(te.linear, "_check_fp8_reduce_and_update", claim_without_re_arm):
+        with Patched(te.linear, "_check_fp8_reduce_and_update", claim_without_re_arm(te)):
             broken = seed_counts(te)
         # The re-arm is what makes every recomputed layer of a reentrant checkpoint an owner:
         # row 5 (3 layers) loses its extra backward updates; the rows with one layer a
@@ -104,7 +95,7 @@ class BrokenPiecesAreSeen(unittest.TestCase):
         checker = te_conformance.Checker(te, os.environ["EXPLORER"], "upstream")
         text = (CATALOGUE / "05-reentrant-single-3-layers.scn").read_text()
         self.assertFalse(checker.disagrees(text))
-        with Patched(te.linear, "_check_fp8_reduce_and_update", lambda: te.manager.is_first_fp8_module()):
+        with Patched(te.linear, "_check_fp8_reduce_and_update", claim_without_re_arm(te)):
             self.assertTrue(checker.disagrees(text))
             minimal = te_conformance.shrink(checker, text)
             self.assertTrue(checker.disagrees(minimal))
