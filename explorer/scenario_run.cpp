@@ -25,13 +25,13 @@ Run run_checked(const spec::Program& program, spec::Semantics semantics) {
 
 // I8: step by step, until the runs diverge.
 void judge_transparency(const spec::Program& program, Run& run, const Run& reference) {
-  const std::vector<bool> recompute_specific = spec::recompute_specific_steps(program);
+  const std::vector<bool> diverged = spec::diverged_steps(program);
   const std::size_t steps = std::min(run.steps.size(), reference.steps.size());
   for (std::size_t s = 0; s < steps; ++s) {
     StepVerdict& verdict = run.verdicts[s];
     const TransparencyJudgement judgement =
         explorer::judge_transparency(run.steps[s], verdict.numerics, reference.steps[s],
-                                     reference.verdicts[s].numerics, s < recompute_specific.size() && recompute_specific[s]);
+                                     reference.verdicts[s].numerics, s < diverged.size() && diverged[s]);
     if (!judgement.violation.empty()) {
       if (!verdict.violations.contains(spec::Invariant::I8)) {
         verdict.first_reason[spec::Invariant::I8] = judgement.violation;

@@ -23,11 +23,11 @@ bool same_numerics(std::vector<ModuleNumerics> a, std::vector<ModuleNumerics> b)
 
 TransparencyJudgement judge_transparency(const spec::StepResult& got, const std::vector<ModuleNumerics>& got_numerics,
                                          const spec::StepResult& want, const std::vector<ModuleNumerics>& want_numerics,
-                                         bool recompute_specific) {
+                                         bool diverged) {
   TransparencyJudgement judgement;
-  if (recompute_specific) {
-    // raise recompute / recompute_uncaptured make the program differ from its reference by
-    // design (even where a try hides it): there is nothing to compare.
+  if (diverged) {
+    // raise recompute / recompute_uncaptured, or a backward of a freed tape, make the program
+    // differ from its reference by design (even where a try hides it): nothing to compare.
     judgement.later_steps_comparable = false;
     return judgement;
   }

@@ -15,11 +15,11 @@ struct TransparencyJudgement {
   bool later_steps_comparable = true;
 };
 
-// `recompute_specific`: the program has diverged from its reference (spec::ReferenceDivergence:
+// `diverged`: the program has diverged from its reference (spec::ReferenceDivergence:
 // raise recompute, recompute_uncaptured, a backward of a freed tape), so it is not
 // the same program as its reference: I8 does not apply.
 TransparencyJudgement judge_transparency(const spec::StepResult& got, const std::vector<ModuleNumerics>& got_numerics,
                                          const spec::StepResult& want, const std::vector<ModuleNumerics>& want_numerics,
-                                         bool recompute_specific);
+                                         bool diverged);
 
 }  // namespace fp8sm::explorer

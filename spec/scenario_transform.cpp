@@ -42,7 +42,7 @@ void ReferenceDivergence::apply(const Statement& s, bool inside_checkpoint) {
   tape_freed[s.name] = tape_freed[s.name] || !s.retain;
 }
 
-std::vector<bool> recompute_specific_steps(const Program& program) {
+std::vector<bool> diverged_steps(const Program& program) {
   std::vector<bool> steps;
   std::vector<bool> checkpoint_block;  // per open block
   int checkpoints_open = 0;

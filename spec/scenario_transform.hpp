@@ -29,6 +29,6 @@ struct ReferenceDivergence {
 };
 
 // Per step of the program: whether it has diverged from its reference by the step's end.
-std::vector<bool> recompute_specific_steps(const Program& program);
+std::vector<bool> diverged_steps(const Program& program);
 
 }  // namespace fp8sm::spec
