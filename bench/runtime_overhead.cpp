@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/fp8sm_runtime.hpp"
+#include "statemachine/machine.hpp"
 
 namespace {
 
@@ -63,7 +64,7 @@ Figures measure(Arrangement arrangement, int layers, std::size_t width, std::siz
 
   // One step's events, replayed many times on copies of the machine as it was before them.
   const fp8sm::statemachine::Machine before(ctx.machine());
-  std::vector<fp8sm::spec::AnyEvent> events;
+  std::vector<fp8sm::runtime::FiredEvent> events;
   ctx.log_events(&events);
   step();
   ctx.log_events(nullptr);
@@ -74,7 +75,7 @@ Figures measure(Arrangement arrangement, int layers, std::size_t width, std::siz
       fp8sm::statemachine::Machine m(before);
       m.set_hooks(nullptr);
       if (!fire) continue;
-      for (const auto& e : events) std::visit([&m](const auto& event) { (void)m.fire(event); }, e);
+      for (const auto& e : events) std::visit([&m](const auto& event) { (void)m.fire(event); }, e.event);
     }
     return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
   };

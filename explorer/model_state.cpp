@@ -25,14 +25,14 @@ void Verdict::add(spec::Invariant invariant, const std::string& reason) {
 ModelState::Run ModelState::fresh_run(spec::Semantics semantics) {
   Run run;
   run.checker = std::make_unique<InvariantChecker>();
-  run.interpreter = std::make_unique<statemachine::Interpreter>(semantics, run.checker.get());
+  run.interpreter = std::make_unique<interpreter::Interpreter>(semantics, run.checker.get());
   return run;
 }
 
 ModelState::Run ModelState::copy_run(const Run& run) {
   Run copy;
   copy.checker = std::make_unique<InvariantChecker>(*run.checker);
-  copy.interpreter = std::make_unique<statemachine::Interpreter>(*run.interpreter, copy.checker.get());
+  copy.interpreter = std::make_unique<interpreter::Interpreter>(*run.interpreter, copy.checker.get());
   return copy;
 }
 

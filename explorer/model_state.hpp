@@ -16,7 +16,7 @@
 #include "spec/scenario.hpp"
 #include "spec/scenario_transform.hpp"
 #include "spec/semantics.hpp"
-#include "statemachine/interpreter.hpp"
+#include "interpreter/interpreter.hpp"
 
 namespace fp8sm::explorer {
 
@@ -55,7 +55,7 @@ class ModelState {
  private:
   struct Run {
     std::unique_ptr<InvariantChecker> checker;
-    std::unique_ptr<statemachine::Interpreter> interpreter;
+    std::unique_ptr<interpreter::Interpreter> interpreter;
   };
   static Run fresh_run(spec::Semantics semantics);
   static Run copy_run(const Run& run);

@@ -5,7 +5,7 @@
 
 #include "explorer/transparency.hpp"
 #include "spec/scenario_transform.hpp"
-#include "statemachine/interpreter.hpp"
+#include "interpreter/interpreter.hpp"
 
 namespace fp8sm::explorer {
 
@@ -18,7 +18,7 @@ struct Run {
 
 Run run_checked(const spec::Program& program, spec::Semantics semantics) {
   InvariantChecker checker;
-  statemachine::Interpreter interpreter(semantics, &checker);
+  interpreter::Interpreter interpreter(semantics, &checker);
   interpreter.run(program);
   return Run{interpreter.steps(), checker.verdicts()};
 }

@@ -1,7 +1,8 @@
 // The exhaustive search: every well-formed program of up to `depth` statements, breadth first,
-// each state executed once (a successor costs one statement) and stored once (a 64-bit
-// fingerprint of its encoding in the seen-set), so the first counterexample found for an
-// invariant is a shortest one.
+// each state stored once (a 64-bit fingerprint of its encoding in the seen-set, and its parent
+// and statement in the search tree), so the first counterexample found for an invariant is a
+// shortest one. A frontier state is not kept: it is rebuilt by replaying its path from the
+// root (its depth in statements), then each successor costs one statement on a copy.
 //
 // Depth counts statements; a block counts as one plus its body, and closing it is free.
 // Violations belong to transitions (a statement executed on a state) and to program ends

@@ -1,11 +1,11 @@
-// Runs a scenario on the model: turns each statement into table events (spec §3.5's composite
-// operations included), keeps the autograd tape, runs backward passes with their recomputes,
-// and models exceptions, `try` and steps. Shared by every semantics.
+// Runs a scenario on the model: turns each statement into the driver's operations (spec §3's
+// composite operations are the driver's, shared with the runtime), keeps the program's blocks,
+// `try`, exceptions and steps. Shared by every semantics.
 //
 // Statements are fed one at a time, exactly as a program grows; the interpreter keeps them in
-// a log, and a checkpoint keeps the slice of it that is its body, so that its recompute can
-// replay it. Every statement costs time independent of how deep it is nested (the work of
-// recomputes aside, which is the program's own).
+// a log, and a checkpoint's body is the slice of it that its recompute replays. Every
+// statement costs time independent of how deep it is nested (the work of recomputes aside,
+// which is the program's own).
 #pragma once
 
 #include <optional>
@@ -17,19 +17,43 @@
 #include "spec/scenario.hpp"
 #include "spec/semantics.hpp"
 #include "spec/step_result.hpp"
+#include "driver/driver.hpp"
 #include "statemachine/encoder.hpp"
 #include "statemachine/machine.hpp"
 #include "statemachine/observer.hpp"
-#include "statemachine/tape.hpp"
 
-namespace fp8sm::statemachine {
+namespace fp8sm::interpreter {
+
+using statemachine::CaptureId;
+using statemachine::Machine;
+using statemachine::ModuleId;
+using statemachine::Observer;
+
+class Interpreter;
+
+// A checkpoint's body: the statements [begin, end) of the interpreter's statement log (every
+// statement fed to it, in order). A slice, not a copy, so that nested checkpoints cost no
+// more than the statements they hold.
+struct Body {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+};
+
+// The interpreter as the driver's host: a node keeps nothing (there are no tensors), a body is
+// a slice of the log.
+struct ModelTraits {
+  using Host = Interpreter;
+  struct NodePayload {};
+  using Body = interpreter::Body;
+};
+using ModelDriver = driver::Driver<ModelTraits>;
 
 // An exception of the modelled program, in flight.
 struct ModelException {
   spec::RaisedException raised;
 };
 
-class Interpreter : private Hooks {
+class Interpreter : private statemachine::Hooks {
  public:
   // `observer` (may be nullptr) must outlive the interpreter.
   Interpreter(spec::Semantics semantics, Observer* observer);
@@ -52,34 +76,24 @@ class Interpreter : private Hooks {
 
   // Between statements: everything the interpreter's future depends on, packed (the
   // machine's own snapshot included).
-  void encode(Encoder& out) const;
+  void encode(statemachine::Encoder& out) const;
 
   const Machine& machine() const { return machine_; }
   Machine& machine() { return machine_; }
 
  private:
+  friend ModelDriver;
+
   struct Scope {
     spec::Op op = spec::Op::Try;
-    // checkpoints
-    CaptureId capture = 0;
-    bool grad_at_call = false;     // reentrant: a node is recorded only if grad was on
-    bool plain = false;            // run as a plain call (Machine::checkpoint_call_is_plain)
-    std::uint32_t body_begin = 0;  // the first statement of its body in the log
-    int frame = -1;                // non-reentrant: its frame
-    // try
-    std::uint32_t graph_generation = 0;
-    std::size_t graph_mark = 0;
+    driver::CheckpointCall call;   // checkpoints
+    std::uint32_t body_begin = 0;  // checkpoints: the first statement of its body in the log
+    driver::TapeMark mark;         // try: what its body records is discarded if it catches
   };
   struct Skip {
     bool active = false;
     bool until_step = false;  // an uncaught exception: skip the rest of the step
     int depth = 0;            // blocks opened while skipping
-  };
-  // Where a node's saved tensor goes (torch's saved-tensor hooks, innermost only): into the
-  // slots of a non-reentrant checkpoint's original forward, or into what its recompute saves.
-  struct PackTarget {
-    int frame = -1;
-    bool recompute = false;
   };
 
   // Statements; `at` is the statement's place in the log.
@@ -88,31 +102,20 @@ class Interpreter : private Hooks {
   void open_scope(const spec::Statement& s, std::uint32_t at);
   void close_scope(std::uint32_t at);
   void exit_scope(Scope& scope, bool exceptional, std::uint32_t body_end);
-  void run_module(spec::ModuleId m);
-  void run_recompute_uncaptured();
-  void run_save(std::uint16_t tape);
-  void run_backward(const spec::Statement& s);
   void skip(const spec::Statement& s);
   void unwind(const ModelException& e, std::uint32_t at);
   void end_step();
 
-  // Backward engine.
-  void backpropagate(const std::vector<Node>& nodes, Graph* kept, bool retain);
-  void unpack_saved(const Node& node);
-  void recompute(CaptureId capture, bool fp8, const Body& body, Graph& graph);
-  void recompute_frame(int frame);
-  void replay(const Body& body, Graph& graph);
-  void record_node(Node node);
-  // Nodes that will never be backpropagated (again): checkpoints they held are released.
-  void drop_nodes(const std::vector<Node>& nodes);
-  // The same for nodes that never were (a try, an uncaught exception, a failed recompute
-  // abandoned them): the observer learns they were discarded.
-  void abandon_nodes(const std::vector<Node>& nodes);
-  void release_checkpoint(CaptureId capture);
-
-  template <class Event>
-  void fire(const Event& event);  // throws ModelException if the event raised
-  void fire_autocast_exit(bool user);
+  // The driver's host.
+  [[noreturn]] void raise(const spec::AnyEvent* event, spec::RaisedException raised);
+  void event_fired(const spec::AnyEvent&, const std::optional<spec::RaisedException>&) {}
+  void run_body(const Body& body);  // a recompute replays the body as its own context
+  void node_gradient(driver::Node<ModelTraits>&) {}
+  void drop_saved(ModelTraits::NodePayload&) {}
+  void take_saved(driver::Node<ModelTraits>&, driver::NonReentrantFrame<ModelTraits>::Slot&, CaptureId) {}
+  void forget_twin(ModelTraits::NodePayload&) {}
+  void release_body(Body&) {}
+  void encode_body(statemachine::Encoder& out, const Body& body) const;
 
   // Hooks: count, then forward to the observer.
   void forward_update() override;
@@ -133,26 +136,14 @@ class Interpreter : private Hooks {
   Observer* observer_;
   Observer silent_;
   Machine machine_;
+  ModelDriver driver_;
 
   // Every statement fed, in order: checkpoint bodies are slices of it, and a recompute
   // replays its slice (it never grows during a replay).
   std::vector<spec::Statement> log_;
   std::vector<Scope> scopes_;
   std::size_t base_ = 0;  // scopes below belong to the context a replay interrupted
-  int replay_depth_ = 0;  // recomputes in progress
   Skip skip_;
-  std::vector<PackTarget> packs_;  // innermost last
-
-  Graph step_graph_;
-  Graph* current_graph_ = &step_graph_;
-  std::vector<Graph> tapes_;  // index = tape name
-  std::uint32_t next_generation_ = 1;
-  std::vector<ReentrantRecord> reentrant_;
-  std::vector<NonReentrantFrame> frames_;
-  CaptureId next_capture_ = 0;
-  std::vector<bool> released_;  // per capture
-  NodeId next_node_ = 0;
-  std::optional<bool> last_claim_owner_;
 
   int step_ = 0;
   bool step_started_ = false;
@@ -160,4 +151,4 @@ class Interpreter : private Hooks {
   std::vector<spec::StepResult> steps_;
 };
 
-}  // namespace fp8sm::statemachine
+}  // namespace fp8sm::interpreter

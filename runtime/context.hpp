@@ -1,8 +1,8 @@
 // The runtime's state: one per model replica. It owns the state machine (the same table the
-// explorer checks), the FP8 meta of every module, the amax registry, the tape, and the open
-// scopes. Every state decision is the machine's: the context fires the table's events in the
-// order spec §3 gives for each operation (the explorer's interpreter fires the same ones), and
-// implements the table's hooks by computing on the backend.
+// explorer checks), the FP8 meta of every module, the amax registry and the open scopes. Every
+// event it fires goes through the driver (driver/driver.hpp), which holds the tape and the
+// checkpoint ledger and fires each composite operation's events exactly as the explorer's
+// interpreter does; the context implements the table's hooks by computing on the backend.
 //
 //   runtime::Context ctx(runtime::Recipe{});
 //   runtime::Linear l0(ctx, "L0", 16, 32), l1(ctx, "L1", 32, 1);
@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -24,47 +25,39 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/scaling_meta.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/node_function.hpp"
 #include "runtime/recipe.hpp"
-#include "runtime/tape.hpp"
+#include "spec/events.hpp"
 #include "spec/semantics.hpp"
-#include "statemachine/machine.hpp"
+#include "spec/step_result.hpp"
+#include "statemachine/hooks.hpp"
+
+namespace fp8sm::statemachine {
+class Machine;
+class Observer;
+}
+namespace fp8sm::driver {
+template <class Traits>
+class Driver;
+}
 
 namespace fp8sm::runtime {
 
 class Linear;
 class Autocast;
 class NoGrad;
+class Context;
 enum class CheckpointMode { Reentrant, NonReentrant };
 using CheckpointFunction = std::function<Matrix(const Matrix&)>;
 
 struct StepCounts {
   int forward_updates = 0;
   int backward_updates = 0;
-};
-
-// A non-reentrant checkpoint: TE's _CheckpointFrame with its saved-tensor hooks (spec §3.5).
-// Its own nodes are those recorded while it is the innermost non-reentrant checkpoint open;
-// the hook discards what each saves and numbers it (its slot). The first unpack while nothing
-// is recomputed runs the function again, whose own nodes' functions become the recomputed
-// slots; each unpack takes its slot's saved tensors.
-struct Frame {
-  struct Slot {
-    std::shared_ptr<NodeFunction> twin;  // kept after its unpack only while the graph is retained
-    bool taken = false;
-  };
-  spec::CaptureId capture = 0;
-  bool fp8 = false;  // fp8_enabled read before the function ran
-  bool closed = false;
-  bool released = false;
-  int live_nodes = 0;       // its own nodes, not yet dropped
-  std::uint32_t slots = 0;  // numbered by the forward
-  CheckpointFunction function;
-  Matrix input;
-  std::vector<Slot> recomputed;
 };
 
 // The FP8 meta of one module (spec §2.3): forward slots input (0) and weight (1), backward
@@ -77,6 +70,24 @@ struct ModuleMeta {
   std::optional<kernels::ScalingMeta> updated;  // m.updated_amax_history_fwd
 };
 
+// One event fired into the table, and the kind of exception it raised (empty: none). The
+// interpreter's and the runtime's traces of one program are equal (the trace property).
+struct FiredEvent {
+  spec::AnyEvent event;
+  std::string raised;
+};
+
+// The runtime as the driver's host: a node keeps its function, a checkpoint's body is its
+// function and input.
+struct RuntimeTraits {
+  using Host = Context;
+  using NodePayload = std::shared_ptr<NodeFunction>;
+  struct Body {
+    CheckpointFunction function;
+    Matrix input;
+  };
+};
+
 class Context : private statemachine::Hooks {
  public:
   explicit Context(Recipe recipe, std::unique_ptr<Backend> backend = make_cpu_backend(),
@@ -86,14 +97,16 @@ class Context : private statemachine::Hooks {
   Context& operator=(const Context&) = delete;
 
   // One backward pass over what the step recorded, from the gradient of the last output.
-  // Returns the gradient of the first input. Without retain_graph the graph is freed: the next
-  // forward records a new one. Throws MisuseError if nothing was recorded, the graph was
-  // freed, or a checkpoint's function is running.
+  // Returns the gradient of the first input. Without retain_graph the graph is freed: the
+  // next forward records a new one, and a backward before that is an empty pass (it returns
+  // grad_output). Throws MisuseError while a checkpoint's function is running.
   Matrix backward(const Matrix& grad_output, bool retain_graph = false);
   // Closes the graph recorded so far under `tape` (a finished micro-batch loss; a graph saved
   // before under that name is dropped); the next forward records a new graph. Saved graphs
   // outlive end_step. backward(tape, ...) runs a pass over one, as backward(...) does over
-  // the current graph. Throws MisuseError inside a checkpoint's function, or for an unknown tape.
+  // the current graph; a second pass without retain_graph before it raises torch's
+  // RuntimeError (StateError) at the first node the first one freed. Throws MisuseError
+  // inside a checkpoint's function, or for a tape never saved.
   void save_graph(const std::string& tape);
   Matrix backward(const std::string& tape, const Matrix& grad_output, bool retain_graph = false);
   // Ends the training step: what was recorded and not backpropagated is dropped. Returns the
@@ -105,26 +118,31 @@ class Context : private statemachine::Hooks {
   // the mark taken before it to discard_since: what was recorded since is never
   // backpropagated (torch would never reach it), and checkpoints it held are released.
   struct TapeMark {
-    std::uint64_t generation;
+    std::uint32_t generation;
     std::size_t size;
   };
-  TapeMark mark() const { return {current_graph_->generation, current_graph_->nodes.size()}; }
+  TapeMark mark() const;
   void discard_since(const TapeMark& mark);
-  // Whether the current graph holds anything backward would run.
-  bool has_recorded() const { return !graph_.nodes.empty(); }
+  // Whether the current graph, or a saved tape, holds anything backward would run.
+  bool has_recorded() const;
   bool has_recorded(const std::string& tape) const;
   // Whether a checkpoint's recompute is running (its function is being called again).
-  bool in_recompute() const { return !recomputing_.empty(); }
+  bool in_recompute() const;
+
+  // TE's recompute phase entered and left around nothing, for a checkpoint that never ran its
+  // forward (activation_recompute_forward(recompute_phase=True) called outside any checkpoint,
+  // spec §3.7). Throws StateError as TE raises.
+  void recompute_uncaptured();
 
   // Every table event fired from now on is appended to `log` (nullptr stops): for benchmarks
-  // and tests that replay a step's events on a bare machine.
-  void log_events(std::vector<spec::AnyEvent>* log) { event_log_ = log; }
+  // and tests that replay a step's events on a bare machine or compare them with the model's.
+  void log_events(std::vector<FiredEvent>* log) { event_log_ = log; }
 
   // What the machine says now.
-  bool grad_enabled() const { return machine_.grad_enabled(); }
-  bool fp8_enabled() const { return machine_.fp8_enabled(); }
-  int autocast_depth() const { return machine_.autocast_depth(); }
-  const statemachine::Machine& machine() const { return machine_; }
+  bool grad_enabled() const;
+  bool fp8_enabled() const;
+  int autocast_depth() const;
+  const statemachine::Machine& machine() const { return *machine_; }
 
   const Recipe& recipe() const { return recipe_; }
   Backend& backend() { return *backend_; }
@@ -134,10 +152,11 @@ class Context : private statemachine::Hooks {
   const std::vector<spec::ModuleId>& registry() const { return registry_; }
 
  private:
+  using Driver = driver::Driver<RuntimeTraits>;
+  friend Driver;
   friend class Linear;
   friend class Autocast;
   friend class NoGrad;
-  friend class ReentrantNode;
   friend class LinearNode;
   friend Matrix checkpoint(Context&, CheckpointMode, const CheckpointFunction&, const Matrix&);
   friend Matrix relu(Context&, const Matrix&);
@@ -146,12 +165,6 @@ class Context : private statemachine::Hooks {
   struct OpenScope {
     ScopeKind kind;
     std::size_t id;
-  };
-  // Where a recorded node's saved tensors go (torch's saved-tensor hooks, innermost only):
-  // into the next slot of a frame whose forward runs, or into a recompute's slots.
-  struct PackTarget {
-    std::shared_ptr<Frame> frame;
-    bool recompute = false;
   };
 
   // Modules.
@@ -163,29 +176,30 @@ class Context : private statemachine::Hooks {
   ModuleMeta& meta(spec::ModuleId m) { return modules_.at(m); }
   void record_function(std::shared_ptr<NodeFunction> function);
 
-  // Scopes.
+  // Scopes: the order the program opens and leaves them in (no events).
   std::size_t open_scope(ScopeKind kind);
-  void close_scope(ScopeKind kind, std::size_t id);  // checks order, pops; no events
+  void close_scope(ScopeKind kind, std::size_t id);  // checks order, pops
   static const char* scope_name(ScopeKind kind);
   void enter_autocast(bool enabled);
   void exit_autocast();
-  Matrix run_reentrant(const CheckpointFunction& function, const Matrix& input);
-  Matrix run_non_reentrant(const CheckpointFunction& function, const Matrix& input);
+  void grad_push(bool enabled);
+  void grad_pop();
+  Matrix run_checkpoint(CheckpointMode mode, const CheckpointFunction& function, const Matrix& input);
 
-  // Backward engine.
-  Matrix run_backward(Graph& graph, const Matrix& grad_output, bool retain_graph, const std::string& what);
-  Matrix backpropagate(const std::vector<TapeNode>& nodes, Matrix grad, Graph* retained);
-  void unpack_saved(const TapeNode& node, bool keep);
-  Matrix recompute(spec::CaptureId capture, bool fp8, const CheckpointFunction& function, const Matrix& input,
-                   Graph& graph, PackTarget target);
-  void recompute_frame(const std::shared_ptr<Frame>& frame);
-  void record(TapeNode node);
-  void drop_nodes(const std::vector<TapeNode>& nodes);
-  void release(spec::CaptureId capture);
-  void release(Frame& frame);
+  Matrix run_backward(std::uint16_t tape, const Matrix& grad_output, bool retain_graph, const std::string& what);
 
-  template <class Event>
-  void fire(const Event& event);  // throws StateError if the table raised
+  // The driver's host.
+  [[noreturn]] void raise(const spec::AnyEvent* event, spec::RaisedException raised);
+  void event_fired(const spec::AnyEvent& event, const std::optional<spec::RaisedException>& raised);
+  void run_body(const RuntimeTraits::Body& body);
+  template <class NodeT>
+  void node_gradient(NodeT& node) { grad_ = node.payload->backward(grad_); }
+  void drop_saved(std::shared_ptr<NodeFunction>& function) { function->drop_saved(); }
+  template <class NodeT, class SlotT>
+  void take_saved(NodeT& node, SlotT& slot, spec::CaptureId capture) { take_twin(*node.payload, slot.twin, node.slot, capture); }
+  void take_twin(NodeFunction& node, const std::shared_ptr<NodeFunction>& twin, std::uint32_t slot, spec::CaptureId capture);
+  void forget_twin(std::shared_ptr<NodeFunction>& twin) { twin.reset(); }
+  void release_body(RuntimeTraits::Body& body);
 
   // Hooks: the table's actions, computed on the backend.
   void forward_update() override;
@@ -205,30 +219,27 @@ class Context : private statemachine::Hooks {
   Recipe recipe_;
   std::unique_ptr<Backend> backend_;
   AmaxReductionGroup* group_;
-  statemachine::Machine machine_;
+  std::unique_ptr<statemachine::Machine> machine_;
+  std::unique_ptr<statemachine::Observer> silent_;  // the driver's observer: the runtime checks nothing
+  std::unique_ptr<Driver> driver_;
 
   std::vector<ModuleMeta> modules_;
   std::vector<spec::ModuleId> registry_;
   std::map<spec::CaptureId, std::vector<std::pair<spec::ModuleId, kernels::ScalingMeta>>> checkpoint_stash_;
-  std::optional<bool> last_claim_;
+  std::map<std::string, std::uint16_t> tapes_;  // the driver's tape of each name
 
   std::vector<OpenScope> scopes_;
   std::size_t next_scope_ = 0;
   int checkpoints_open_ = 0;  // checkpoint scopes among scopes_
   // Modules run in FP8 in the current region (outermost autocast, or recompute): TE forbids a
   // second run while reduce_amax is set, since row 0 would mix two casts of one quantizer.
+  // One entry per autocast entered, set where it opens a region.
+  std::vector<bool> autocast_opens_region_;
   std::vector<std::set<spec::ModuleId>> region_runs_;
 
-  Graph graph_;
-  Graph* current_graph_ = &graph_;
-  std::map<std::string, Graph> tapes_;
-  std::vector<PackTarget> packs_;  // innermost last
-  spec::CaptureId next_capture_ = 0;
-  std::uint64_t next_generation_ = 1;
-  std::set<spec::CaptureId> released_;  // reentrant checkpoints released this step
-  std::vector<spec::CaptureId> recomputing_;  // checkpoints whose recompute is running, innermost last
+  Matrix grad_;  // the gradient a backward pass carries from node to node
   StepCounts counts_;
-  std::vector<spec::AnyEvent>* event_log_ = nullptr;
+  std::vector<FiredEvent>* event_log_ = nullptr;
 };
 
 }  // namespace fp8sm::runtime

@@ -41,14 +41,14 @@ Autocast::~Autocast() noexcept(false) { leave_from_destructor(*this, open_, unca
 // ---- no_grad ------------------------------------------------------------------------------
 
 NoGrad::NoGrad(Context& context) : context_(context), id_(0), uncaught_at_entry_(std::uncaught_exceptions()) {
-  context_.fire(spec::GradPush{false});
+  context_.grad_push(false);
   id_ = context_.open_scope(Context::ScopeKind::NoGrad);
 }
 
 void NoGrad::close() {
   context_.close_scope(Context::ScopeKind::NoGrad, id_);
   open_ = false;
-  context_.fire(spec::GradPop{});
+  context_.grad_pop();
 }
 
 NoGrad::~NoGrad() noexcept(false) { leave_from_destructor(*this, open_, uncaught_at_entry_); }
@@ -60,13 +60,7 @@ Matrix checkpoint(Context& context, CheckpointMode mode, const CheckpointFunctio
   const std::size_t id = context.open_scope(Context::ScopeKind::Checkpoint);
   Matrix output;
   try {
-    if (context.machine().checkpoint_call_is_plain()) {
-      output = function(input);  // spec §3.5 "Dispatch": no checkpoint at all
-    } else if (mode == CheckpointMode::Reentrant) {
-      output = context.run_reentrant(function, input);
-    } else {
-      output = context.run_non_reentrant(function, input);
-    }
+    output = context.run_checkpoint(mode, function, input);
   } catch (...) {
     context.close_scope(Context::ScopeKind::Checkpoint, id);
     throw;

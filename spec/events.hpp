@@ -1,6 +1,6 @@
-// The events of the state machine: the fine-grained steps of spec §3 that the interpreter, the
-// explorer, the property tests and the runtime all fire. Composite operations (a checkpoint's
-// forward, a recompute, a backward pass) are sequences of these, fired by the interpreter.
+// The events of the state machine: the fine-grained steps of spec §3. Composite operations (a
+// checkpoint's forward, a recompute, a backward pass) are sequences of these, fired by the
+// driver (driver/driver.hpp) for the scenario interpreter and the runtime alike.
 #pragma once
 
 #include <cstdint>
@@ -27,11 +27,11 @@ struct GradPush {
 };
 struct GradPop {};
 
-// §3.4 ARF_ENTER(fwd): a checkpoint's original forward begins. `reserve` is set by the
-// reentrant checkpoint (nobody can claim under its no-grad forward).
+// §3.4 ARF_ENTER(fwd): a checkpoint's original forward begins. `reentrant`: the reentrant
+// checkpoint's (pr3213 reserves the bit there: nobody can claim under its no-grad forward).
 struct CheckpointForwardEnter {
   CaptureId capture = 0;
-  bool reserve = false;
+  bool reentrant = false;
 };
 // §3.4 ARF_EXIT(fwd); `exceptional` when an exception unwinds through it.
 struct CheckpointForwardExit {

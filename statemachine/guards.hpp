@@ -67,7 +67,7 @@ FP8SM_GUARD(GradBeforeWasOn, fsm.data.grad_frames.back().grad_before)
 FP8SM_GUARD(UserGradIsOn, fsm.data.user_grad)
 
 // Checkpoint frames.
-FP8SM_GUARD(Reserves, event.reserve)
+FP8SM_GUARD(Reserves, event.reentrant)  // pr3213 reserves the bit at a reentrant forward
 FP8SM_GUARD(Exceptional, event.exceptional)
 FP8SM_GUARD(BitBeforeFrame, fsm.data.ownership_frames.back().bit_before)
 FP8SM_GUARD(FramePrevOutside, fsm.data.checkpoint_frames.back().before == CheckpointPhase::Outside)

@@ -7,13 +7,13 @@
 
 #include "spec/scenario.hpp"
 #include "spec/semantics.hpp"
-#include "statemachine/interpreter.hpp"
+#include "interpreter/interpreter.hpp"
 
 namespace fp8sm::test_support {
 
 inline void add_coverage(const spec::Program& program, std::vector<std::uint64_t>& counts) {
   for (spec::Semantics s : spec::kAllSemantics) {
-    statemachine::Interpreter interpreter(s, nullptr);
+    interpreter::Interpreter interpreter(s, nullptr);
     interpreter.machine().record_coverage(&counts);
     interpreter.run(program);
   }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "scenario_helpers.hpp"
-#include "statemachine/interpreter.hpp"
+#include "interpreter/interpreter.hpp"
 
 namespace fp8sm {
 namespace {
@@ -42,7 +42,7 @@ explorer::ScenarioReport run(const std::string& text, Semantics s) { return test
 
 std::vector<statemachine::CaptureId> recomputes(const std::string& text) {
   RecomputeLog log;
-  statemachine::Interpreter interpreter(Semantics::Pr3213, &log);
+  interpreter::Interpreter interpreter(Semantics::Pr3213, &log);
   interpreter.run(spec::parse_scenario(text));
   return log.recomputes;
 }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "scenario_helpers.hpp"
-#include "statemachine/interpreter.hpp"
+#include "interpreter/interpreter.hpp"
 
 namespace fp8sm {
 namespace {
@@ -21,7 +21,7 @@ struct ExtentLog : statemachine::Observer {
 
 std::vector<spec::StepResult> run(const std::string& text, Semantics s = Semantics::Pr3213,
                                   statemachine::Observer* observer = nullptr) {
-  statemachine::Interpreter interpreter(s, observer);
+  interpreter::Interpreter interpreter(s, observer);
   interpreter.run(spec::parse_scenario(text));
   return interpreter.steps();
 }
@@ -69,7 +69,7 @@ TEST(Exceptions, RaiseOriginalAndRaiseRecompute) {
 }
 
 TEST(Exceptions, RecomputeBodyFailureLeavesNothingBehindUnderPr3213) {
-  statemachine::Interpreter interpreter(Semantics::Pr3213, nullptr);
+  interpreter::Interpreter interpreter(Semantics::Pr3213, nullptr);
   interpreter.run(spec::parse_scenario("autocast on { checkpoint reentrant { linear L0; raise recompute } }; backward"));
   const auto& m = interpreter.machine();
   EXPECT_EQ(m.autocast_depth(), 0);

@@ -1,32 +1,96 @@
 // A random program of the scenario language run on the runtime and on the model, compared
-// statement for statement: update counts, escaped exceptions and the final machine state, under
-// every semantics. For the properties of test_runtime_properties (CPU backend) and
+// event for event: the sequence of table events each fired and what each raised (the trace),
+// the update counts, the escaped exceptions and the final machine state, under every
+// semantics. For the properties of test_runtime_properties (CPU backend) and
 // test_device_backend_properties (the CUDA kernels).
 #pragma once
 
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "runtime/backends.hpp"
 #include "scenario_on_runtime.hpp"
 #include "spec/random_program.hpp"
 #include "spec/scenario_parser.hpp"
-#include "statemachine/interpreter.hpp"
+#include "interpreter/interpreter.hpp"
 
 namespace fp8sm::test_support {
 
 constexpr int kModules = 3;
 
-// A well-formed program of the language ScenarioOnRuntime runs (all of it but
-// recompute_uncaptured), from a list of choices (RapidCheck shrinks programs by shrinking them).
+// A well-formed program of the language (every statement), from a list of choices (RapidCheck
+// shrinks programs by shrinking them).
 inline spec::Program program_from(const std::vector<int>& choices) {
   spec::ProgramShape shape;
   shape.modules = kModules;
-  shape.recompute_uncaptured = false;
   return spec::program_from_choices(choices, shape);
+}
+
+// The model's trace: every event the interpreter fired, with the kind of what it raised.
+class EventTrace : public statemachine::Observer {
+ public:
+  void event_fired(const spec::AnyEvent& event, const std::optional<spec::RaisedException>& raised) override {
+    events.push_back(runtime::FiredEvent{event, raised ? raised->kind : std::string()});
+  }
+  std::vector<runtime::FiredEvent> events;
+};
+
+// One event with its fields, for a failing trace.
+inline std::string describe(const runtime::FiredEvent& fired) {
+  std::ostringstream out;
+  std::visit(
+      [&](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, spec::AutocastEnter>) out << "AutocastEnter{" << e.enabled << "," << e.recompute_internal << "}";
+        else if constexpr (std::is_same_v<E, spec::AutocastExit>) out << "AutocastExit";
+        else if constexpr (std::is_same_v<E, spec::GradPush>) out << "GradPush{" << e.enabled << "," << e.internal << "}";
+        else if constexpr (std::is_same_v<E, spec::GradPop>) out << "GradPop";
+        else if constexpr (std::is_same_v<E, spec::CheckpointForwardEnter>) out << "CheckpointForwardEnter{#" << e.capture << "," << e.reentrant << "}";
+        else if constexpr (std::is_same_v<E, spec::CheckpointForwardExit>) out << "CheckpointForwardExit{" << e.exceptional << "}";
+        else if constexpr (std::is_same_v<E, spec::RecomputeEnter>) out << "RecomputeEnter{#" << e.capture << "}";
+        else if constexpr (std::is_same_v<E, spec::RecomputeExit>) out << "RecomputeExit";
+        else if constexpr (std::is_same_v<E, spec::ModulePrepare>) out << "ModulePrepare{L" << e.module << "}";
+        else if constexpr (std::is_same_v<E, spec::ModuleClaim>) out << "ModuleClaim{L" << e.module << "}";
+        else if constexpr (std::is_same_v<E, spec::ModuleEndForward>) out << "ModuleEndForward{L" << e.module << "}";
+        else if constexpr (std::is_same_v<E, spec::ModuleBackwardBegin>) out << "ModuleBackwardBegin{L" << e.module << "," << e.ran_before << "}";
+        else if constexpr (std::is_same_v<E, spec::SavedTensorUnpack>) out << "SavedTensorUnpack{" << e.reached << "," << e.taken << "}";
+        else if constexpr (std::is_same_v<E, spec::ModuleBackward>) out << "ModuleBackward{L" << e.module << "," << e.owner << "," << e.fp8 << "}";
+        else if constexpr (std::is_same_v<E, spec::BackwardPassBegin>) out << "BackwardPassBegin";
+        else if constexpr (std::is_same_v<E, spec::BackwardPassEnd>) out << "BackwardPassEnd{" << e.completed << "}";
+        else if constexpr (std::is_same_v<E, spec::CheckpointReleased>) out << "CheckpointReleased{#" << e.capture << "}";
+      },
+      fired.event);
+  if (!fired.raised.empty()) out << " raised " << fired.raised;
+  return out.str();
+}
+
+// Equal events: same alternative, same fields (the events are plain aggregates).
+inline bool same_event(const runtime::FiredEvent& a, const runtime::FiredEvent& b) {
+  return a.raised == b.raised && describe(a) == describe(b);
+}
+
+// Where two traces first differ, with both sides around it; empty if they are equal.
+inline std::string trace_difference(const std::vector<runtime::FiredEvent>& model,
+                                    const std::vector<runtime::FiredEvent>& runtime_trace) {
+  std::size_t i = 0;
+  while (i < model.size() && i < runtime_trace.size() && same_event(model[i], runtime_trace[i])) ++i;
+  if (i == model.size() && i == runtime_trace.size()) return "";
+  std::ostringstream out;
+  out << "the traces differ at event " << i << " (model " << model.size() << " events, runtime "
+      << runtime_trace.size() << ")\n";
+  const std::size_t from = i >= 3 ? i - 3 : 0;
+  for (std::size_t k = from; k < i + 3 && (k < model.size() || k < runtime_trace.size()); ++k) {
+    out << (k == i ? "> " : "  ") << k << ": model " << (k < model.size() ? describe(model[k]) : "-")
+        << " | runtime " << (k < runtime_trace.size() ? describe(runtime_trace[k]) : "-") << "\n";
+  }
+  return out.str();
 }
 
 // Whether a non-reentrant checkpoint opens inside another.
@@ -57,13 +121,15 @@ inline spec::Program random_program() {
   RC_CLASSIFY(has([](const Statement& s) { return s.op == Op::Backward && s.retain; }), "retain");
   RC_CLASSIFY(has([](const Statement& s) { return s.op == Op::Save; }), "save");
   RC_CLASSIFY(nested_non_reentrant(program), "nested non-reentrant");
+  RC_CLASSIFY(has([](const Statement& s) { return s.op == Op::RecomputeUncaptured; }), "recompute_uncaptured");
   return program;
 }
 
 // `program` on the runtime with `backend` and on the model, under every semantics.
 inline void check_program_on_runtime(const spec::Program& program, const std::string& backend) {
   for (spec::Semantics semantics : spec::kAllSemantics) {
-    statemachine::Interpreter model(semantics, nullptr);
+    EventTrace trace;
+    interpreter::Interpreter model(semantics, &trace);
     model.run(program);
 
     runtime::Recipe recipe;
@@ -77,6 +143,9 @@ inline void check_program_on_runtime(const spec::Program& program, const std::st
       RC_DISCARD("refused by the runtime where the model goes on (see RuntimeRefused)");
     }
     RC_LOG() << spec::name(semantics) << ":\n" << spec::print_scenario(program);
+    const std::string difference = trace_difference(trace.events, run.events);
+    RC_LOG() << difference;
+    RC_ASSERT(difference.empty());
     RC_ASSERT(run.counts.size() == model.steps().size());
     for (std::size_t i = 0; i < run.counts.size(); ++i) {
       RC_ASSERT(run.counts[i].forward_updates == model.steps()[i].forward_updates);

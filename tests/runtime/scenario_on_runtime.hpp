@@ -3,9 +3,9 @@
 // Linear applied to the running activation; a checkpoint block is a checkpointed function of
 // it; `try` catches what its body raised and discards what the body recorded; `save` and
 // `backward [TAPE] [retain]` are the context's save_graph and backward; an uncaught exception
-// ends the step's work (the rest of the step is skipped, as in the model).
-//
-// Not covered: recompute_uncaptured (the runtime builds no recompute context of its own).
+// ends the step's work (the rest of the step is skipped, and what it recorded is discarded, as
+// in the model); `recompute_uncaptured` is the context's recompute_uncaptured. Every table event
+// the runtime fires is logged, with what it raised.
 #pragma once
 
 #include <memory>
@@ -17,6 +17,7 @@
 
 #include "runtime/fp8sm_runtime.hpp"
 #include "spec/scenario.hpp"
+#include "statemachine/machine.hpp"
 
 namespace fp8sm::test_support {
 
@@ -25,10 +26,11 @@ struct ProgramRaised : std::runtime_error {
   ProgramRaised() : std::runtime_error("raised by the program") {}
 };
 
-// The runtime refused the program where the model goes on: backward with nothing recorded
-// (the model runs an empty pass), or a non-reentrant recompute that recorded another node at a
-// slot than its forward did (CheckpointError: TE would hand over the wrong tensors; the model
-// keeps none). The property discards such programs.
+// The runtime refused the program where the model goes on: a non-reentrant recompute that
+// recorded another node at a slot than its forward did (CheckpointError: TE would hand over the
+// wrong tensors; the model keeps none), or a backward of a tape no `save` reached (its `save`
+// was skipped by an exception: the runtime refuses an unknown tape as misuse, where the model
+// runs an empty pass). The property discards such programs.
 struct RuntimeRefused : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -37,6 +39,7 @@ struct RuntimeRun {
   std::vector<runtime::StepCounts> counts;            // per step
   std::vector<std::vector<std::string>> raised;       // per step, exception kinds that escaped
   std::string machine_snapshot;                       // at the end
+  std::vector<runtime::FiredEvent> events;            // every event fired, in order
 };
 
 class ScenarioOnRuntime {
@@ -53,6 +56,8 @@ class ScenarioOnRuntime {
   RuntimeRun run(const spec::Program& program) {
     const Block top = parse(program.statements);
     RuntimeRun out;
+    context_.log_events(&out.events);
+    runtime::Context::TapeMark step_start = context_.mark();
     std::vector<std::string> raised;
     bool started = false;
     bool skipping = false;
@@ -64,6 +69,7 @@ class ScenarioOnRuntime {
         raised.clear();
         started = skipping = false;
         h = input();
+        step_start = context_.mark();
         continue;
       }
       started = true;
@@ -77,14 +83,18 @@ class ScenarioOnRuntime {
         raised.push_back(e.kind());
         skipping = true;
       } catch (const runtime::CheckpointError& e) {
+        context_.log_events(nullptr);
         throw RuntimeRefused(e.what());
       }
+      // The step's program stops here: what it recorded is never backpropagated.
+      if (skipping) context_.discard_since(step_start);
     }
     if (started) {
       out.counts.push_back(context_.end_step());
       out.raised.push_back(std::move(raised));
     }
     out.machine_snapshot = context_.machine().snapshot();
+    context_.log_events(nullptr);
     return out;
   }
 
@@ -135,9 +145,12 @@ class ScenarioOnRuntime {
       case Op::RaiseRecompute:
         if (context_.in_recompute()) throw ProgramRaised();
         return h;
+      case Op::RecomputeUncaptured:
+        context_.recompute_uncaptured();
+        return h;
       case Op::Save:
         context_.save_graph(tape_name(s.name));
-        freed_tapes_.erase(tape_name(s.name));
+        saved_.insert(s.name);
         return h;
       case Op::Backward:
         backward(s, runtime::Matrix(h.rows, h.cols, 1.0f));
@@ -179,26 +192,18 @@ class ScenarioOnRuntime {
 
   static std::string tape_name(std::uint16_t tape) { return "tape" + std::to_string(tape); }
 
-  // The model runs an empty pass over an empty graph (the current graph is a fresh one after
-  // a backward without retain); the runtime refuses: such programs are discarded. So are those
-  // that backpropagate a tape again after a backward without retain: the runtime refuses it as
-  // misuse, where torch (and the model) run it up to the first node that pass freed.
   void backward(const spec::Statement& s, const runtime::Matrix& grad) {
     if (s.name == spec::kCurrentGraph) {
-      if (!context_.has_recorded()) throw RuntimeRefused("backward with nothing recorded");
       context_.backward(grad, s.retain);
-      return;
+    } else {
+      if (saved_.count(s.name) == 0) throw RuntimeRefused("backward of a tape no save reached");
+      context_.backward(tape_name(s.name), grad, s.retain);
     }
-    const std::string tape = tape_name(s.name);
-    if (freed_tapes_.count(tape) != 0) throw RuntimeRefused("backward of a tape freed by a backward without retain");
-    if (!context_.has_recorded(tape)) throw RuntimeRefused("backward of an empty tape");
-    if (!s.retain) freed_tapes_.insert(tape);
-    context_.backward(tape, grad, s.retain);
   }
 
   runtime::Context context_;
   std::vector<std::unique_ptr<runtime::Linear>> modules_;
-  std::set<std::string> freed_tapes_;  // freed by a backward without retain, until saved again
+  std::set<std::uint16_t> saved_;  // tapes some `save` reached
 };
 
 }  // namespace fp8sm::test_support
