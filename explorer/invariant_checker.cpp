@@ -37,9 +37,35 @@ void encode_meta(statemachine::Encoder& out, const SymbolicMeta& m) {
 }
 }  // namespace
 
-void InvariantChecker::encode(statemachine::Encoder& out) const {
+InvariantChecker::Carried InvariantChecker::carried_for(const spec::InvariantSet& checks) {
+  Carried carried;
+  carried.owners = checks.contains(Invariant::I3);
+  carried.numerics_and_stashes = checks.contains(Invariant::I4) || checks.contains(Invariant::I5) ||
+                                 checks.contains(Invariant::I8) || checks.contains(Invariant::I9);
+  return carried;
+}
+
+void InvariantChecker::encode(statemachine::Encoder& out, Carried carried) const {
   using statemachine::IdKind;
   using statemachine::put;
+  auto encode_scope = [&](const OwnershipScope& scope) {
+    put(out, scope.recompute | (scope.bit_at_entry << 1), 1);
+    put(out, scope.owners.size(), 2);
+    for (NodeId n : scope.owners) {
+      out.put_id(IdKind::Node, n);
+      put(out, n < node_live_.size() && node_live_[n], 1);
+    }
+  };
+  if (carried.owners) {
+    put(out, bit_before_event_, 1);
+    put(out, scopes_.size(), 2);
+    for (const OwnershipScope& scope : scopes_) encode_scope(scope);
+    put(out, closed_scopes_.size(), 2);
+    for (const OwnershipScope& scope : closed_scopes_) encode_scope(scope);
+    put(out, revivals_.size(), 2);
+    for (const Revival& r : revivals_) encode_scope(OwnershipScope{false, false, r.owners});
+  }
+  if (!carried.numerics_and_stashes) return;
   put(out, static_cast<std::uint32_t>(step_), 4);
   put(out, modules_.size(), 2);
   for (const ModuleState& m : modules_) {
@@ -58,21 +84,6 @@ void InvariantChecker::encode(statemachine::Encoder& out) const {
       put(out, static_cast<std::uint32_t>(e.step), 4);
     }
   }
-  put(out, bit_before_event_, 1);
-  auto encode_scope = [&](const OwnershipScope& scope) {
-    put(out, scope.recompute | (scope.bit_at_entry << 1), 1);
-    put(out, scope.owners.size(), 2);
-    for (NodeId n : scope.owners) {
-      out.put_id(IdKind::Node, n);
-      put(out, n < node_live_.size() && node_live_[n], 1);
-    }
-  };
-  put(out, scopes_.size(), 2);
-  for (const OwnershipScope& scope : scopes_) encode_scope(scope);
-  put(out, closed_scopes_.size(), 2);
-  for (const OwnershipScope& scope : closed_scopes_) encode_scope(scope);
-  put(out, revivals_.size(), 2);
-  for (const Revival& r : revivals_) encode_scope(OwnershipScope{false, false, r.owners});
   put(out, extents_.size(), 2);
   for (const Extent& e : extents_) {
     out.put_id(IdKind::Capture, e.capture);

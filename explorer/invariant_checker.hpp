@@ -40,6 +40,14 @@ struct StepVerdict {
   std::vector<ModuleNumerics> numerics;                 // per module, at the step's end
 };
 
+// What the checker carries between statements: the ownership scopes and live owners (I3); the
+// symbolic metas, stashes and checkpoint extents (I4, I5, I8, I9). I1, I2, I6 and I7 are judged
+// within a statement, from the machine and the events alone, and carry nothing.
+struct CheckerCarried {
+  bool owners = true;
+  bool numerics_and_stashes = true;
+};
+
 class InvariantChecker : public statemachine::Observer {
  public:
   const std::vector<StepVerdict>& verdicts() const { return verdicts_; }
@@ -49,8 +57,12 @@ class InvariantChecker : public statemachine::Observer {
   std::vector<StepVerdict> take_verdicts() { return std::exchange(verdicts_, {}); }
   StepVerdict take_current();
 
-  // Between statements: everything later checks depend on, packed.
-  void encode(statemachine::Encoder& out) const;
+  // What the checks of `checks` need carried between statements (CheckerCarried).
+  using Carried = CheckerCarried;
+  static Carried carried_for(const spec::InvariantSet& checks);
+
+  // Between statements: everything later checks of `carried` depend on, packed.
+  void encode(statemachine::Encoder& out, Carried carried = Carried{}) const;
 
   // Observer
   void attach(const statemachine::Machine& machine) override { machine_ = &machine; }

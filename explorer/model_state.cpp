@@ -36,12 +36,39 @@ ModelState::Run ModelState::copy_run(const Run& run) {
   return copy;
 }
 
-ModelState::ModelState(spec::Semantics semantics)
-    : program_(fresh_run(semantics)), reference_(fresh_run(semantics)) {}
+namespace {
+spec::InvariantSet all_if_empty(const spec::InvariantSet& checks) {
+  if (!checks.empty()) return checks;
+  spec::InvariantSet all;
+  for (spec::Invariant i : spec::kAllInvariants) all.add(i);
+  return all;
+}
+}  // namespace
+
+std::vector<std::string> carried_state(const spec::InvariantSet& checks) {
+  const spec::InvariantSet checked = all_if_empty(checks);
+  const InvariantChecker::Carried carried = InvariantChecker::carried_for(checked);
+  std::vector<std::string> parts = {"the model (machine, tape, checkpoint ledger, blocks)"};
+  if (carried.owners) parts.emplace_back("ownership scopes and live owners (I3)");
+  if (carried.numerics_and_stashes) parts.emplace_back("symbolic metas, stashes and checkpoint extents (I4, I5, I8, I9)");
+  if (checked.contains(spec::Invariant::I8)) parts.emplace_back("step results and the run without checkpoints (I8)");
+  return parts;
+}
+
+ModelState::ModelState(spec::Semantics semantics, const spec::InvariantSet& checks)
+    : checks_(all_if_empty(checks)),
+      carried_(InvariantChecker::carried_for(checks_)),
+      with_reference_(checks_.contains(spec::Invariant::I8)),
+      program_(fresh_run(semantics)) {
+  if (with_reference_) reference_ = fresh_run(semantics);
+}
 
 ModelState::ModelState(const ModelState& other)
-    : program_(copy_run(other.program_)),
-      reference_(copy_run(other.reference_)),
+    : checks_(other.checks_),
+      carried_(other.carried_),
+      with_reference_(other.with_reference_),
+      program_(copy_run(other.program_)),
+      reference_(other.with_reference_ ? copy_run(other.reference_) : Run{}),
       divergence_(other.divergence_),
       reference_comparable_(other.reference_comparable_),
       open_(other.open_),
@@ -71,11 +98,11 @@ Verdict ModelState::apply(const Statement& s) {
   }
 
   program_.interpreter->feed(s);
-  if (!reference_skips) reference_.interpreter->feed(s);
+  if (with_reference_ && !reference_skips) reference_.interpreter->feed(s);
   if (s.op == Op::Step) return finish_step(false);
   Verdict verdict;
   verdict.merge(program_.checker->take_current());
-  reference_.checker->take_current();  // the reference's own verdicts do not count
+  if (with_reference_) reference_.checker->take_current();  // the reference's own verdicts do not count
   return verdict;
 }
 
@@ -87,10 +114,15 @@ Verdict ModelState::end_here() const {
 // After `step` (or at the end of the file): the step's own verdict, then I8 against the
 // reference's same step.
 Verdict ModelState::finish_step(bool end_of_file) {
-  if (end_of_file) {
-    program_.interpreter->end_of_file();
-    reference_.interpreter->end_of_file();
+  if (end_of_file) program_.interpreter->end_of_file();
+  if (!with_reference_) {
+    program_.interpreter->take_steps();
+    Verdict verdict;
+    for (const StepVerdict& v : program_.checker->take_verdicts()) verdict.merge(v);
+    verdict.merge(program_.checker->take_current());
+    return verdict;
   }
+  if (end_of_file) reference_.interpreter->end_of_file();
   Verdict verdict;
   const std::vector<spec::StepResult> steps = program_.interpreter->take_steps();
   const std::vector<spec::StepResult> reference_steps = reference_.interpreter->take_steps();
@@ -121,14 +153,17 @@ void ModelState::encode(std::string& out, bool canonical_ids) const {
   thread_local statemachine::Encoder raw(false);
   statemachine::Encoder& encoder = canonical_ids ? canonical : raw;
   for (const Run* run : {&program_, &reference_}) {
-    run->interpreter->encode(encoder);
-    run->checker->encode(encoder);
+    if (run == &reference_ && !with_reference_) break;
+    run->interpreter->encode(encoder, with_reference_);
+    run->checker->encode(encoder, carried_);
     encoder.finish(out);
   }
   using statemachine::put;
-  put(encoder, divergence_.diverged | (reference_comparable_ << 1), 1);
-  put(encoder, divergence_.tape_freed.size(), 2);
-  for (bool b : divergence_.tape_freed) put(encoder, b, 1);
+  if (with_reference_) {
+    put(encoder, divergence_.diverged | (reference_comparable_ << 1), 1);
+    put(encoder, divergence_.tape_freed.size(), 2);
+    for (bool b : divergence_.tape_freed) put(encoder, b, 1);
+  }
   put(encoder, open_.size(), 2);
   for (spec::Op op : open_) put(encoder, static_cast<std::uint64_t>(op), 1);
   put(encoder, saved_.size(), 2);

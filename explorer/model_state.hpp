@@ -1,6 +1,10 @@
 // One state of the exhaustive search: a program prefix executed on the model, together with
-// the same prefix without its checkpoints (the reference of I8), and what the static rules of
-// the language need to know (open blocks, tapes saved).
+// the same prefix without its checkpoints (the reference of I8, carried only when I8 is
+// checked), and what the static rules of the language need to know (open blocks, tapes saved).
+//
+// A state carries what the invariants checked need and nothing else (carried_state): checking
+// I1 alone compares states on the model's own state, so states that differ only in what I1
+// never reads are one.
 //
 // A state is only ever observed between two statements. Copying one copies both runs (and
 // rebinds their observers), so a prefix is executed once and each extension costs one
@@ -30,7 +34,9 @@ struct Verdict {
 
 class ModelState {
  public:
-  explicit ModelState(spec::Semantics semantics);
+  // `checks`: the invariants the search checks (empty: all). Verdicts of the others are not
+  // computed soundly (what they read may not be carried) and must be ignored.
+  explicit ModelState(spec::Semantics semantics, const spec::InvariantSet& checks = {});
   ModelState(const ModelState& other);
   ModelState& operator=(const ModelState&) = delete;
 
@@ -61,13 +67,19 @@ class ModelState {
   static Run copy_run(const Run& run);
   Verdict finish_step(bool end_of_file);
 
+  spec::InvariantSet checks_;
+  InvariantChecker::Carried carried_;
+  bool with_reference_ = true;  // I8 is checked
   Run program_;
-  Run reference_;
+  Run reference_;  // empty unless with_reference_
   spec::ReferenceDivergence divergence_;  // once diverged, I8 no longer applies
   bool reference_comparable_ = true;
   std::vector<spec::Op> open_;  // opening statements of the open blocks; the reference skips checkpoints
   std::vector<bool> saved_;  // per tape: some `save` of it appears in the prefix
   int modules_used_ = 0;     // module names are used in order L0, L1, ... (first use)
 };
+
+// What a state carries when the search checks `checks` (empty: all), in words, for the report.
+std::vector<std::string> carried_state(const spec::InvariantSet& checks);
 
 }  // namespace fp8sm::explorer

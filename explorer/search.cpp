@@ -61,7 +61,8 @@ class Search {
   SearchResult run() {
     const auto start = std::chrono::steady_clock::now();
     // The root: the empty program, which may also end here.
-    const ModelState root(options_.semantics);
+    const ModelState root(options_.semantics, options_.checks);
+    result_.carried = carried_state(options_.checks);
     const std::uint64_t root_fp = fingerprint(root, options_.canonical_ids);
     seen_.insert(root_fp);
     record(root.end_here(), 0, std::nullopt, root_fp, 0);
@@ -98,7 +99,7 @@ class Search {
  private:
   // The state stored at `index`, rebuilt from the root.
   ModelState rebuild(std::uint32_t index) const {
-    ModelState state(options_.semantics);
+    ModelState state(options_.semantics, options_.checks);
     for (const Statement& s : tree_.path(index)) state.apply(s);
     return state;
   }

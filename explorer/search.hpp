@@ -69,6 +69,7 @@ struct SearchResult {
   std::uint64_t peak_memory_bytes = 0;
   std::uint64_t stored_bytes = 0;  // fingerprint tables and tree, beyond the frontier
   double collision_probability = 0;  // of the 64-bit fingerprints, for `distinct` states
+  std::vector<std::string> carried;  // what a state carries for the invariants checked (carried_state)
 };
 
 using ProgressCallback = std::function<void(const LayerStats&, double seconds)>;

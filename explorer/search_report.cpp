@@ -53,6 +53,9 @@ void print_search_text(std::ostream& out, const SearchOptions& options, const Se
       << (options.alphabet.tapes == 1 ? "" : "s") << ", symmetry " << (options.alphabet.symmetry ? "on" : "off")
       << ", canonical ids " << (options.canonical_ids ? "on" : "off")
       << "\n";
+  out << "a state carries:";
+  for (std::size_t i = 0; i < result.carried.size(); ++i) out << (i ? "; " : " ") << result.carried[i];
+  out << "\n";
   out << "depth  frontier  distinct  transitions\n";
   for (const LayerStats& l : result.layers) {
     out << l.depth << "  " << l.frontier << "  " << l.distinct << "  " << l.transitions << "\n";
@@ -86,8 +89,9 @@ void print_search_json(std::ostream& out, const SearchOptions& options, const Se
   out << "{\"semantics\": " << json_string(std::string(spec::name(options.semantics)))
       << ", \"depth\": " << options.depth << ", \"modules\": " << options.alphabet.modules
       << ", \"tapes\": " << options.alphabet.tapes << ", \"symmetry\": " << (options.alphabet.symmetry ? "true" : "false")
-      << ", \"canonical_ids\": " << (options.canonical_ids ? "true" : "false")
-      << ", \"complete\": " << (result.complete ? "true" : "false") << ", \"stopped_by\": \""
+      << ", \"canonical_ids\": " << (options.canonical_ids ? "true" : "false") << ", \"carried\": [";
+  for (std::size_t i = 0; i < result.carried.size(); ++i) out << (i ? ", " : "") << json_string(result.carried[i]);
+  out << "], \"complete\": " << (result.complete ? "true" : "false") << ", \"stopped_by\": \""
       << stop_name(result.stop_reason) << "\", \"layers\": [";
   for (std::size_t i = 0; i < result.layers.size(); ++i) {
     const LayerStats& l = result.layers[i];
