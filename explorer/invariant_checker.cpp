@@ -42,6 +42,7 @@ InvariantChecker::Carried InvariantChecker::carried_for(const spec::InvariantSet
   carried.owners = checks.contains(Invariant::I3);
   carried.numerics_and_stashes = checks.contains(Invariant::I4) || checks.contains(Invariant::I5) ||
                                  checks.contains(Invariant::I8) || checks.contains(Invariant::I9);
+  carried.program_grad = checks.contains(Invariant::I1);
   return carried;
 }
 
@@ -56,6 +57,10 @@ void InvariantChecker::encode(statemachine::Encoder& out, Carried carried) const
       put(out, n < node_live_.size() && node_live_[n], 1);
     }
   };
+  if (carried.program_grad) {
+    put(out, program_grad_.size(), 2);
+    for (bool grad : program_grad_) put(out, grad, 1);
+  }
   if (carried.owners) {
     put(out, bit_before_event_, 1);
     put(out, scopes_.size(), 2);
@@ -66,6 +71,7 @@ void InvariantChecker::encode(statemachine::Encoder& out, Carried carried) const
     for (const Revival& r : revivals_) encode_scope(OwnershipScope{false, false, r.owners});
   }
   if (!carried.numerics_and_stashes) return;
+  put(out, static_cast<std::uint32_t>(fifo_length_), 4);
   put(out, static_cast<std::uint32_t>(step_), 4);
   put(out, modules_.size(), 2);
   for (const ModuleState& m : modules_) {
@@ -169,9 +175,8 @@ void InvariantChecker::step_end(int /*step*/) {
                                  std::to_string(entries.size()) + " stash entries");
     }
   }
-  if (!machine_->data().fifo.empty()) {
-    violate(Invariant::I4, "the captured-bit FIFO ends the step with " +
-                               std::to_string(machine_->data().fifo.size()) + " entries");
+  if (fifo_length_ != 0) {
+    violate(Invariant::I4, "the captured-bit FIFO ends the step with " + std::to_string(fifo_length_) + " entries");
   }
   // I7
   if (machine_->autocast_depth() != 0) violate(Invariant::I7, "autocast depth is not 0 at step end");
@@ -197,6 +202,23 @@ void InvariantChecker::event_fired(const spec::AnyEvent& event,
   const bool before = bit_before_event_;
   const bool after = bit();
   bit_before_event_ = after;
+
+  // The program's grad mode: its own pushes set it; a checkpoint's or the backward engine's
+  // (internal) keep it; a pop restores what the push found.
+  if (const auto* push = std::get_if<spec::GradPush>(&event)) {
+    if (!raised) {
+      const bool current = program_grad_.back();
+      program_grad_.push_back(push->internal ? current : push->enabled);
+    }
+  } else if (std::holds_alternative<spec::GradPop>(event)) {
+    if (!raised && program_grad_.size() > 1) program_grad_.pop_back();
+  }
+  // Upstream's FIFO (spec §2.1): every checkpoint forward's entry appends its bit, every
+  // recompute's entry takes the oldest.
+  if (machine_->semantics() == spec::Semantics::Upstream && !raised) {
+    if (std::holds_alternative<spec::CheckpointForwardEnter>(event)) ++fifo_length_;
+    if (std::holds_alternative<spec::RecomputeEnter>(event) && fifo_length_ > 0) --fifo_length_;
+  }
 
   // A stash pop, a restore or a FIFO pop that found nothing (not a saved-tensor unpack).
   const bool pops = std::holds_alternative<spec::ModulePrepare>(event) ||
@@ -244,7 +266,7 @@ void InvariantChecker::autocast_exit_begin(bool user) {
   // Grad as the program sets it: a reentrant checkpoint's no-grad forward is the checkpoint's
   // business, and the same program without the checkpoint would update here.
   exit_expects_update_ = user && machine_->autocast_depth() == 1 && machine_->fp8_enabled() &&
-                         machine_->data().user_grad;
+                         program_grad_.back();
 }
 
 void InvariantChecker::autocast_exit_end() {

@@ -3,7 +3,9 @@
 //
 // The checker judges from what it observes (hooks, extents, the machine's visible state),
 // never from the table's own decisions: an expectation such as "this autocast exit must make
-// exactly one forward update" is computed here from depth, enabled and grad mode.
+// exactly one forward update" is computed here from depth, enabled and grad mode. The program's
+// grad mode and the length of upstream's FIFO are followed from the events fired, not read
+// from the table's data, so that a table bug cannot corrupt a check and what it checks alike.
 #pragma once
 
 #include <array>
@@ -46,6 +48,7 @@ struct StepVerdict {
 struct CheckerCarried {
   bool owners = true;
   bool numerics_and_stashes = true;
+  bool program_grad = true;  // I1: the grad mode the program set, from the events
 };
 
 class InvariantChecker : public statemachine::Observer {
@@ -139,7 +142,8 @@ class InvariantChecker : public statemachine::Observer {
   std::vector<StepVerdict> verdicts_;
   std::vector<ModuleState> modules_;
 
-  // I1
+  // I1; the grad mode the program set (its no_grad blocks), the one before each push
+  std::vector<bool> program_grad_ = {true};
   bool in_exit_ = false;
   bool exit_expects_update_ = false;
   int exit_updates_ = 0;
@@ -157,6 +161,7 @@ class InvariantChecker : public statemachine::Observer {
   std::vector<Extent> extents_;
   std::map<CaptureId, std::map<ModuleId, std::vector<std::uint64_t>>> original_seen_;
   std::optional<CaptureId> installed_from_;
+  int fifo_length_ = 0;  // upstream: captured bits not yet installed by a recompute
   // Stashes kept per checkpoint instance (fp8sm), and checkpoints the interpreter dropped.
   std::map<CaptureId, std::vector<std::pair<ModuleId, SymbolicMeta>>> checkpoint_stash_;
   std::set<CaptureId> dropped_;

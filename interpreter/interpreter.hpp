@@ -75,8 +75,9 @@ class Interpreter : private statemachine::Hooks {
   std::vector<spec::StepResult> take_steps() { return std::exchange(steps_, {}); }
 
   // Between statements: everything the interpreter's future depends on, packed (the
-  // machine's own snapshot included).
-  void encode(statemachine::Encoder& out) const;
+  // machine's own snapshot included). `step_results`: the step's counts and escaped
+  // exceptions so far, which only a comparison of whole steps (I8) reads.
+  void encode(statemachine::Encoder& out, bool step_results = true) const;
 
   const Machine& machine() const { return machine_; }
   Machine& machine() { return machine_; }

@@ -57,7 +57,7 @@ void Interpreter::encode_body(Encoder& out, const Body& body) const {
   encode_statements(out, log_, body.begin, body.end);
 }
 
-void Interpreter::encode(Encoder& out) const {
+void Interpreter::encode(Encoder& out, bool step_results) const {
   machine_.encode(out);
   put(out, scopes_.size(), 2);
   for (const Scope& scope : scopes_) {
@@ -118,6 +118,7 @@ void Interpreter::encode(Encoder& out) const {
   out.put_id(IdKind::Generation, driver_.next_generation());
   put(out, static_cast<std::uint32_t>(step_), 4);
   put(out, step_started_, 1);
+  if (!step_results) return;
   put(out, static_cast<std::uint32_t>(current_.forward_updates), 4);
   put(out, static_cast<std::uint32_t>(current_.backward_updates), 4);
   put(out, current_.raised.size(), 2);
