@@ -24,7 +24,9 @@
 //   void take_saved(Node<Traits>&, typename NonReentrantFrame<Traits>::Slot&, CaptureId);
 //                                             // the unpack takes what the recompute saved
 //   void forget_twin(NodePayload&);           // an unpacked slot of a graph not retained
-//   void release_body(Body&);                 // nothing can recompute the checkpoint again
+//
+// A body stays as long as its record or frame (forget_unreachable): a checkpoint released by
+// a failed pass without retain still recomputes when a later pass reaches its node again.
 //
 // Every exception passes through: the driver leaves each scope it opened (the exits fire) and
 // rethrows. Nothing here is specific to one host; nothing that fires a table event lives in
@@ -185,7 +187,6 @@ class Driver {
       observer_->checkpoint_forward_end(call.capture, exceptional);
       if (exceptional || !call.grad_at_call) {  // no node (nested in a no-grad forward)
         release_checkpoint(call.capture);
-        host_->release_body(body);
         return;
       }
       Record record;
@@ -534,8 +535,7 @@ class Driver {
   void drop_nodes(const std::vector<NodeT>& nodes) {
     for (const NodeT& node : nodes) {
       if (node.kind == NodeT::Kind::Checkpoint) {
-        Record& record = reentrant_[static_cast<std::size_t>(node.reentrant)];
-        if (release_checkpoint(record.capture)) host_->release_body(record.body);
+        release_checkpoint(reentrant_[static_cast<std::size_t>(node.reentrant)].capture);
       }
       if (node.frame >= 0) {
         Frame& frame = frames_[static_cast<std::size_t>(node.frame)];
@@ -543,19 +543,15 @@ class Driver {
       }
     }
   }
-  void release_frame(int index) {
-    Frame& frame = frames_[static_cast<std::size_t>(index)];
-    if (release_checkpoint(frame.capture)) host_->release_body(frame.body);
-  }
-  // Fires CheckpointReleased once per capture; false if it was released before.
-  bool release_checkpoint(CaptureId capture) {
+  void release_frame(int index) { release_checkpoint(frames_[static_cast<std::size_t>(index)].capture); }
+  // Fires CheckpointReleased once per capture.
+  void release_checkpoint(CaptureId capture) {
     const std::size_t at = capture - released_base_;
     if (at >= released_.size()) released_.resize(at + 1u, false);
-    if (released_[at]) return false;
+    if (released_[at]) return;
     released_[at] = true;
     observer_->checkpoint_dropped(capture);
     fire(spec::CheckpointReleased{capture});
-    return true;
   }
 
   void autocast_exit(bool user) {

@@ -115,7 +115,6 @@ class Interpreter : private statemachine::Hooks {
   void drop_saved(ModelTraits::NodePayload&) {}
   void take_saved(driver::Node<ModelTraits>&, driver::NonReentrantFrame<ModelTraits>::Slot&, CaptureId) {}
   void forget_twin(ModelTraits::NodePayload&) {}
-  void release_body(Body&) {}
   void encode_body(statemachine::Encoder& out, const Body& body) const;
 
   // Hooks: count, then forward to the observer.

@@ -98,7 +98,6 @@ void Context::event_fired(const spec::AnyEvent& event, const std::optional<spec:
 
 // A recompute: the checkpoint's function again, on its input; what it returns is not used.
 void Context::run_body(const RuntimeTraits::Body& body) {
-  if (!body.function) throw std::logic_error("checkpoint: recompute of a released checkpoint");
   body.function(body.input);
 }
 
@@ -114,12 +113,6 @@ void Context::take_twin(NodeFunction& node, const std::shared_ptr<NodeFunction>&
                           "again");
   }
   node.take_saved(*twin);
-}
-
-// Nothing can recompute the checkpoint again: let go of what it holds.
-void Context::release_body(RuntimeTraits::Body& body) {
-  body.function = nullptr;
-  body.input = Matrix{};
 }
 
 // ---- modules ------------------------------------------------------------------------------

@@ -199,7 +199,6 @@ class Context : private statemachine::Hooks {
   void take_saved(NodeT& node, SlotT& slot, spec::CaptureId capture) { take_twin(*node.payload, slot.twin, node.slot, capture); }
   void take_twin(NodeFunction& node, const std::shared_ptr<NodeFunction>& twin, std::uint32_t slot, spec::CaptureId capture);
   void forget_twin(std::shared_ptr<NodeFunction>& twin) { twin.reset(); }
-  void release_body(RuntimeTraits::Body& body);
 
   // Hooks: the table's actions, computed on the backend.
   void forward_update() override;

@@ -358,6 +358,17 @@ void expect_runtime_as_model(const std::string& text, spec::Semantics semantics)
   EXPECT_EQ(run.machine_snapshot, model.machine().snapshot());
 }
 
+// A pass without retain whose reentrant recompute raised releases the checkpoint (the model's
+// CheckpointReleased), yet torch keeps what the checkpoint's node saved, since its backward
+// never completed: a second pass recomputes it again. The runtime had freed the checkpoint's
+// function at the release and failed there (found by the trace property).
+TEST(RuntimeRegressions, ACheckpointReleasedByAFailedPassStillRecomputes) {
+  for (spec::Semantics s : spec::kAllSemantics) {
+    expect_runtime_as_model(
+        "checkpoint reentrant {\n  raise recompute\n}\nsave A\ntry {\n  backward A\n}\nbackward A\n", s);
+  }
+}
+
 // A `try` inside a recompute discarded against the main graph's mark instead of the
 // recompute's own graph, dropping what the recompute had recorded before the `try`.
 TEST(RuntimeRegressions, TryInsideARecomputeDiscardsOnlyItsOwnBody) {
