@@ -98,7 +98,7 @@ void Context::event_fired(const spec::AnyEvent& event, const std::optional<spec:
 
 // A recompute: the checkpoint's function again, on its input; what it returns is not used.
 void Context::run_body(const RuntimeTraits::Body& body) {
-  body.function(body.input);
+  body->function(body->input);
 }
 
 // §3.5 "Saved-tensor slots": after the table let the unpack through, the node takes its
@@ -199,14 +199,15 @@ class CheckpointNode final : public NodeFunction {
 Matrix Context::run_checkpoint(CheckpointMode mode, const CheckpointFunction& function, const Matrix& input) {
   const driver::CheckpointCall call = driver_->checkpoint_begin(mode == CheckpointMode::Reentrant);
   if (call.plain) return function(input);  // spec §3.5 "Dispatch": no checkpoint at all
+  auto body = std::make_shared<const CheckpointBody>(CheckpointBody{function, input});
   Matrix output;
   try {
     output = function(input);
   } catch (...) {
-    driver_->checkpoint_end(call, true, RuntimeTraits::Body{function, input}, nullptr);
+    driver_->checkpoint_end(call, true, std::move(body), nullptr);
     throw;
   }
-  driver_->checkpoint_end(call, false, RuntimeTraits::Body{function, input}, std::make_shared<CheckpointNode>());
+  driver_->checkpoint_end(call, false, std::move(body), std::make_shared<CheckpointNode>());
   return output;
 }
 

@@ -77,15 +77,18 @@ struct FiredEvent {
   std::string raised;
 };
 
-// The runtime as the driver's host: a node keeps its function, a checkpoint's body is its
-// function and input.
+// A checkpoint's function and its input, what its recomputes run again.
+struct CheckpointBody {
+  CheckpointFunction function;
+  Matrix input;
+};
+
+// The runtime as the driver's host: a node keeps its function, a checkpoint's body is shared
+// (the driver copies a body while it runs: a recompute may grow the ledger under it).
 struct RuntimeTraits {
   using Host = Context;
   using NodePayload = std::shared_ptr<NodeFunction>;
-  struct Body {
-    CheckpointFunction function;
-    Matrix input;
-  };
+  using Body = std::shared_ptr<const CheckpointBody>;
 };
 
 class Context : private statemachine::Hooks {
