@@ -546,6 +546,7 @@ class Driver {
   void release_frame(int index) { release_checkpoint(frames_[static_cast<std::size_t>(index)].capture); }
   // Fires CheckpointReleased once per capture.
   void release_checkpoint(CaptureId capture) {
+    if (capture < released_base_) return;  // forgotten: nothing named it any more
     const std::size_t at = capture - released_base_;
     if (at >= released_.size()) released_.resize(at + 1u, false);
     if (released_[at]) return;

@@ -1,3 +1,6 @@
+// The runtime's context: construction, modules, the tape and backward passes, steps, and the
+// host's answers to the driver. Scopes are context_scopes.cpp, error messages context_errors.cpp,
+// the table's actions context_hooks.cpp.
 #include "runtime/context.hpp"
 
 #include <algorithm>
@@ -19,31 +22,6 @@ using spec::ModuleId;
 namespace {
 constexpr std::size_t kForwardSlots = 2;   // input, weight
 constexpr std::size_t kBackwardSlots = 1;  // grad_output
-
-// What the program was doing when the table raised, for StateError's message.
-std::string doing(const spec::AutocastEnter&) { return "entering an autocast"; }
-std::string doing(const spec::AutocastExit&) { return "leaving an autocast"; }
-std::string doing(const spec::GradPush&) { return "changing the grad mode"; }
-std::string doing(const spec::GradPop&) { return "restoring the grad mode"; }
-std::string doing(const spec::CheckpointForwardEnter& e) { return "entering the forward of checkpoint #" + std::to_string(e.capture); }
-std::string doing(const spec::CheckpointForwardExit&) { return "leaving a checkpoint's forward"; }
-std::string doing(const spec::RecomputeEnter& e) { return "entering the recompute of checkpoint #" + std::to_string(e.capture); }
-std::string doing(const spec::RecomputeExit&) { return "leaving a recompute"; }
-std::string doing(const spec::ModulePrepare&) { return "preparing the forward of module"; }
-std::string doing(const spec::ModuleClaim&) { return "recording module"; }
-std::string doing(const spec::ModuleEndForward&) { return "ending the forward of module"; }
-std::string doing(const spec::ModuleBackwardBegin&) { return "beginning the backward of module"; }
-std::string doing(const spec::SavedTensorUnpack&) { return "unpacking what a node saved in a non-reentrant checkpoint"; }
-std::string doing(const spec::ModuleBackward&) { return "the backward of module"; }
-std::string doing(const spec::BackwardPassBegin&) { return "beginning a backward pass"; }
-std::string doing(const spec::BackwardPassEnd&) { return "ending a backward pass"; }
-std::string doing(const spec::CheckpointReleased& e) { return "releasing checkpoint #" + std::to_string(e.capture); }
-
-// Module events name their module; the others do not.
-template <class Event, class = void>
-struct NamesModule : std::false_type {};
-template <class Event>
-struct NamesModule<Event, std::void_t<decltype(std::declval<Event>().module)>> : std::true_type {};
 }  // namespace
 
 Context::Context(Recipe recipe, std::unique_ptr<Backend> backend, spec::Semantics semantics, AmaxReductionGroup* group)
@@ -63,24 +41,6 @@ bool Context::fp8_enabled() const { return machine_->fp8_enabled(); }
 int Context::autocast_depth() const { return machine_->autocast_depth(); }
 
 // ---- the driver's host ----------------------------------------------------------------------
-
-void Context::raise(const spec::AnyEvent* event, spec::RaisedException raised) {
-  std::string what = "backpropagating a graph";  // torch's own error, not the table's
-  if (event != nullptr) {
-    what = std::visit(
-        [&](const auto& e) {
-          std::string text = doing(e);
-          if constexpr (NamesModule<std::decay_t<decltype(e)>>::value) text += " '" + modules_.at(e.module).name + "'";
-          return text;
-        },
-        *event);
-  }
-  if (const std::optional<CaptureId> capture = driver_->innermost_recompute()) {
-    what += " in the recompute of checkpoint #" + std::to_string(*capture);
-  }
-  throw StateError(raised.kind, raised.message + " (while " + what + ", under the " +
-                                    std::string(spec::name(machine_->semantics())) + " semantics)");
-}
 
 // Keeps the FP8 regions (an outermost autocast, or a recompute's own) for run_module's check.
 void Context::event_fired(const spec::AnyEvent& event, const std::optional<spec::RaisedException>& raised) {
@@ -149,69 +109,6 @@ Matrix Context::run_module(ModuleId m, const ModuleCompute& compute) {
 }
 
 void Context::record_function(std::shared_ptr<NodeFunction> function) { driver_->function_recorded(std::move(function)); }
-
-// ---- scopes ---------------------------------------------------------------------------------
-
-const char* Context::scope_name(ScopeKind kind) {
-  switch (kind) {
-    case ScopeKind::Autocast: return "autocast";
-    case ScopeKind::NoGrad: return "no_grad";
-    case ScopeKind::Checkpoint: return "checkpoint";
-  }
-  return "scope";
-}
-
-std::size_t Context::open_scope(ScopeKind kind) {
-  scopes_.push_back(OpenScope{kind, next_scope_});
-  if (kind == ScopeKind::Checkpoint) ++checkpoints_open_;
-  return next_scope_++;
-}
-
-void Context::close_scope(ScopeKind kind, std::size_t id) {
-  const auto it = std::find_if(scopes_.begin(), scopes_.end(), [&](const OpenScope& s) { return s.id == id; });
-  const std::string which = std::string(scope_name(kind)) + " scope #" + std::to_string(id);
-  if (it == scopes_.end()) throw MisuseError(which + " left twice: it is not open (each scope is left once)");
-  if (it + 1 != scopes_.end()) {
-    throw MisuseError(which + " left out of order: the " + scope_name(scopes_.back().kind) + " scope #" +
-                      std::to_string(scopes_.back().id) + " opened inside it is still open (scopes close innermost first)");
-  }
-  if (kind == ScopeKind::Checkpoint) --checkpoints_open_;
-  scopes_.pop_back();
-}
-
-void Context::enter_autocast(bool enabled) { driver_->autocast_enter(enabled); }
-void Context::exit_autocast() { driver_->autocast_exit(); }
-void Context::grad_push(bool enabled) { driver_->grad_push(enabled); }
-void Context::grad_pop() { driver_->grad_pop(); }
-
-// A reentrant checkpoint's node keeps no tensor of its own (its body keeps the input): under a
-// non-reentrant frame its twin is only checked to be a checkpoint too.
-class CheckpointNode final : public NodeFunction {
- public:
-  Matrix backward(const Matrix& grad_output) override { return grad_output; }  // never called: the driver recomputes
-  void drop_saved() override {}
-  void take_saved(NodeFunction& /*twin*/) override {}
-  bool is_twin(const NodeFunction& twin) const override { return dynamic_cast<const CheckpointNode*>(&twin) != nullptr; }
-};
-
-// §3.5: the checkpoint's call, its function, and its end (which records the reentrant node or
-// closes the frame), the end also while an exception leaves the function.
-Matrix Context::run_checkpoint(CheckpointMode mode, const CheckpointFunction& function, const Matrix& input) {
-  const driver::CheckpointCall call = driver_->checkpoint_begin(mode == CheckpointMode::Reentrant);
-  if (call.plain) return function(input);  // spec §3.5 "Dispatch": no checkpoint at all
-  auto body = std::make_shared<const CheckpointBody>(CheckpointBody{function, input});
-  Matrix output;
-  try {
-    output = function(input);
-  } catch (...) {
-    driver_->checkpoint_end(call, true, std::move(body), nullptr);
-    throw;
-  }
-  driver_->checkpoint_end(call, false, std::move(body), std::make_shared<CheckpointNode>());
-  return output;
-}
-
-void Context::recompute_uncaptured() { driver_->recompute_uncaptured(); }
 
 Context::TapeMark Context::mark() const {
   const driver::TapeMark m = driver_->mark();

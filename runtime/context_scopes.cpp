@@ -1,0 +1,77 @@
+// The scopes a program opens (autocast, no_grad, checkpoints) in the order it leaves them,
+// and a checkpoint's call: what the driver fires for each.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "driver/driver.hpp"
+#include "runtime/context.hpp"
+#include "runtime/errors.hpp"
+
+namespace fp8sm::runtime {
+
+// ---- scopes ---------------------------------------------------------------------------------
+
+const char* Context::scope_name(ScopeKind kind) {
+  switch (kind) {
+    case ScopeKind::Autocast: return "autocast";
+    case ScopeKind::NoGrad: return "no_grad";
+    case ScopeKind::Checkpoint: return "checkpoint";
+  }
+  return "scope";
+}
+
+std::size_t Context::open_scope(ScopeKind kind) {
+  scopes_.push_back(OpenScope{kind, next_scope_});
+  if (kind == ScopeKind::Checkpoint) ++checkpoints_open_;
+  return next_scope_++;
+}
+
+void Context::close_scope(ScopeKind kind, std::size_t id) {
+  const auto it = std::find_if(scopes_.begin(), scopes_.end(), [&](const OpenScope& s) { return s.id == id; });
+  const std::string which = std::string(scope_name(kind)) + " scope #" + std::to_string(id);
+  if (it == scopes_.end()) throw MisuseError(which + " left twice: it is not open (each scope is left once)");
+  if (it + 1 != scopes_.end()) {
+    throw MisuseError(which + " left out of order: the " + scope_name(scopes_.back().kind) + " scope #" +
+                      std::to_string(scopes_.back().id) + " opened inside it is still open (scopes close innermost first)");
+  }
+  if (kind == ScopeKind::Checkpoint) --checkpoints_open_;
+  scopes_.pop_back();
+}
+
+void Context::enter_autocast(bool enabled) { driver_->autocast_enter(enabled); }
+void Context::exit_autocast() { driver_->autocast_exit(); }
+void Context::grad_push(bool enabled) { driver_->grad_push(enabled); }
+void Context::grad_pop() { driver_->grad_pop(); }
+
+// A reentrant checkpoint's node keeps no tensor of its own (its body keeps the input): under a
+// non-reentrant frame its twin is only checked to be a checkpoint too.
+class CheckpointNode final : public NodeFunction {
+ public:
+  Matrix backward(const Matrix& grad_output) override { return grad_output; }  // never called: the driver recomputes
+  void drop_saved() override {}
+  void take_saved(NodeFunction& /*twin*/) override {}
+  bool is_twin(const NodeFunction& twin) const override { return dynamic_cast<const CheckpointNode*>(&twin) != nullptr; }
+};
+
+// §3.5: the checkpoint's call, its function, and its end (which records the reentrant node or
+// closes the frame), the end also while an exception leaves the function.
+Matrix Context::run_checkpoint(CheckpointMode mode, const CheckpointFunction& function, const Matrix& input) {
+  const driver::CheckpointCall call = driver_->checkpoint_begin(mode == CheckpointMode::Reentrant);
+  if (call.plain) return function(input);  // spec §3.5 "Dispatch": no checkpoint at all
+  auto body = std::make_shared<const CheckpointBody>(CheckpointBody{function, input});
+  Matrix output;
+  try {
+    output = function(input);
+  } catch (...) {
+    driver_->checkpoint_end(call, true, std::move(body), nullptr);
+    throw;
+  }
+  driver_->checkpoint_end(call, false, std::move(body), std::make_shared<CheckpointNode>());
+  return output;
+}
+
+void Context::recompute_uncaptured() { driver_->recompute_uncaptured(); }
+
+}  // namespace fp8sm::runtime
