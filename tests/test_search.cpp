@@ -240,35 +240,5 @@ TEST(Search, CheckSelectsInvariants) {
   EXPECT_EQ(result.counterexamples[0].invariant, spec::Invariant::I1);
 }
 
-// A search that checks one invariant carries only what that invariant reads (carried_state):
-// it may store fewer states, never more, and it must reach the same verdict for that
-// invariant, with a counterexample as short, as the search that checks everything.
-TEST(Search, CheckingOneInvariantCarriesLessAndKeepsItsVerdict) {
-  for (Semantics s : spec::kAllSemantics) {
-    const auto all = explorer::search(options(s, 4, 2));
-    for (spec::Invariant i : spec::kAllInvariants) {
-      SearchOptions one = options(s, 4, 2);
-      one.checks.add(i);
-      const auto result = explorer::search(one);
-      const std::string what = std::string(spec::name(s)) + " " + std::string(spec::id(i));
-      EXPECT_LE(result.distinct, all.distinct) << what;
-      const explorer::Counterexample* expected = nullptr;
-      for (const auto& c : all.counterexamples) expected = c.invariant == i ? &c : expected;
-      ASSERT_LE(result.counterexamples.size(), 1u) << what;
-      ASSERT_EQ(result.counterexamples.size(), expected != nullptr ? 1u : 0u) << what;
-      if (expected == nullptr) continue;
-      EXPECT_EQ(result.counterexamples[0].invariant, i) << what;
-      EXPECT_EQ(result.counterexamples[0].length, expected->length) << what;
-      EXPECT_TRUE(test_support::replays(result.counterexamples[0], s)) << what;
-    }
-    // Without I8 the run without checkpoints is not carried: fewer states than with it.
-    SearchOptions no_i8 = options(s, 4, 2);
-    for (spec::Invariant i : spec::kAllInvariants) {
-      if (i != spec::Invariant::I8) no_i8.checks.add(i);
-    }
-    EXPECT_LT(explorer::search(no_i8).distinct, all.distinct) << spec::name(s);
-  }
-}
-
 }  // namespace
 }  // namespace fp8sm
