@@ -315,27 +315,23 @@ class Driver {
   // any more are forgotten (a long-running program's ledger stays as large as its tapes).
   // Positions change; ids do not.
   void forget_unreachable() {
-    std::vector<int> record_at(reentrant_.size(), -1), frame_at(frames_.size(), -1);
-    for (const GraphT& graph : tapes_) {
-      for (const NodeT& node : graph.nodes) {
-        if (node.reentrant >= 0) record_at[static_cast<std::size_t>(node.reentrant)] = 0;
-        if (node.frame >= 0) frame_at[static_cast<std::size_t>(node.frame)] = 0;
-      }
-    }
-    for (const NodeT& node : step_graph_.nodes) {
-      if (node.reentrant >= 0) record_at[static_cast<std::size_t>(node.reentrant)] = 0;
-      if (node.frame >= 0) frame_at[static_cast<std::size_t>(node.frame)] = 0;
-    }
-    compact(reentrant_, record_at);
-    compact(frames_, frame_at);
-    auto renumber = [&](GraphT& graph) {
-      for (NodeT& node : graph.nodes) {
-        if (node.reentrant >= 0) node.reentrant = record_at[static_cast<std::size_t>(node.reentrant)];
-        if (node.frame >= 0) node.frame = frame_at[static_cast<std::size_t>(node.frame)];
+    auto for_each_node = [&](auto&& visit) {
+      for (NodeT& node : step_graph_.nodes) visit(node);
+      for (GraphT& graph : tapes_) {
+        for (NodeT& node : graph.nodes) visit(node);
       }
     };
-    for (GraphT& graph : tapes_) renumber(graph);
-    renumber(step_graph_);
+    std::vector<int> record_at(reentrant_.size(), -1), frame_at(frames_.size(), -1);
+    for_each_node([&](const NodeT& node) {
+      if (node.reentrant >= 0) record_at[static_cast<std::size_t>(node.reentrant)] = 0;
+      if (node.frame >= 0) frame_at[static_cast<std::size_t>(node.frame)] = 0;
+    });
+    compact(reentrant_, record_at);
+    compact(frames_, frame_at);
+    for_each_node([&](NodeT& node) {
+      if (node.reentrant >= 0) node.reentrant = record_at[static_cast<std::size_t>(node.reentrant)];
+      if (node.frame >= 0) node.frame = frame_at[static_cast<std::size_t>(node.frame)];
+    });
     // Released flags below the oldest capture still named are never read again.
     CaptureId oldest = next_capture_;
     for (const Record& r : reentrant_) oldest = std::min(oldest, r.capture);

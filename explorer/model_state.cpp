@@ -56,16 +56,14 @@ std::vector<std::string> carried_state(const spec::InvariantSet& checks) {
 }
 
 ModelState::ModelState(spec::Semantics semantics, const spec::InvariantSet& checks)
-    : checks_(all_if_empty(checks)),
-      carried_(InvariantChecker::carried_for(checks_)),
-      with_reference_(checks_.contains(spec::Invariant::I8)),
+    : carried_(InvariantChecker::carried_for(all_if_empty(checks))),
+      with_reference_(all_if_empty(checks).contains(spec::Invariant::I8)),
       program_(fresh_run(semantics)) {
   if (with_reference_) reference_ = fresh_run(semantics);
 }
 
 ModelState::ModelState(const ModelState& other)
-    : checks_(other.checks_),
-      carried_(other.carried_),
+    : carried_(other.carried_),
       with_reference_(other.with_reference_),
       program_(copy_run(other.program_)),
       reference_(other.with_reference_ ? copy_run(other.reference_) : Run{}),
@@ -115,21 +113,15 @@ Verdict ModelState::end_here() const {
 // reference's same step.
 Verdict ModelState::finish_step(bool end_of_file) {
   if (end_of_file) program_.interpreter->end_of_file();
-  if (!with_reference_) {
-    program_.interpreter->take_steps();
-    Verdict verdict;
-    for (const StepVerdict& v : program_.checker->take_verdicts()) verdict.merge(v);
-    verdict.merge(program_.checker->take_current());
-    return verdict;
-  }
-  if (end_of_file) reference_.interpreter->end_of_file();
   Verdict verdict;
   const std::vector<spec::StepResult> steps = program_.interpreter->take_steps();
-  const std::vector<spec::StepResult> reference_steps = reference_.interpreter->take_steps();
   const std::vector<StepVerdict> verdicts = program_.checker->take_verdicts();
-  const std::vector<StepVerdict> reference_verdicts = reference_.checker->take_verdicts();
   for (const StepVerdict& v : verdicts) verdict.merge(v);
   verdict.merge(program_.checker->take_current());
+  if (!with_reference_) return verdict;
+  if (end_of_file) reference_.interpreter->end_of_file();
+  const std::vector<spec::StepResult> reference_steps = reference_.interpreter->take_steps();
+  const std::vector<StepVerdict> reference_verdicts = reference_.checker->take_verdicts();
   reference_.checker->take_current();
   if (reference_comparable_ && !steps.empty() && !reference_steps.empty()) {
     const TransparencyJudgement judgement =

@@ -67,7 +67,6 @@ class ModelState {
   static Run copy_run(const Run& run);
   Verdict finish_step(bool end_of_file);
 
-  spec::InvariantSet checks_;
   InvariantChecker::Carried carried_;
   bool with_reference_ = true;  // I8 is checked
   Run program_;
