@@ -116,10 +116,12 @@ class Search {
       link.via = via;
       link.verdict = state.apply(via);
       link.fingerprint = fingerprint(state, options_.canonical_ids);
-      link.top_level = state.open_blocks().empty();
-      if (link.top_level) link.end_verdict = state.end_here();
+      const bool top_level = state.open_blocks().empty();
+      link.top_level = top_level;
+      // A top-level state ends the chain, so the state is not needed after its end verdict.
+      if (top_level) link.end_verdict = state.end_here_and_discard();
       chain.push_back(std::move(link));
-      if (state.open_blocks().empty()) break;
+      if (top_level) break;
       via = close_statement();
     }
     return chain;
