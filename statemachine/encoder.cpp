@@ -69,24 +69,42 @@ void Encoder::finish(std::string& out) {
       std::memcpy(at, &renamed, sizeof renamed);
     }
     // Kept entries in (kind, id) order, whatever order the tables were walked in; ranks keep
-    // the order of ids.
-    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+    // the order of ids. The tables are walked almost in that order already, so an insertion
+    // sort (stable, and unlike std::stable_sort it allocates no buffer) does little work.
+    auto before = [&](std::size_t a, std::size_t b) {
       const KeyedEntry& x = keyed_[a];
       const KeyedEntry& y = keyed_[b];
       return x.kind != y.kind ? x.kind < y.kind : x.id < y.id;
-    });
+    };
+    for (std::size_t i = 1; i < order_.size(); ++i) {
+      const std::size_t moving = order_[i];
+      std::size_t j = i;
+      for (; j > 0 && before(moving, order_[j - 1]); --j) order_[j] = order_[j - 1];
+      order_[j] = moving;
+    }
   }
-  out.append(bytes_.data(), bytes_.size());
+  // One resize, then copies: the encoding is built on the search's hot path.
+  std::size_t total = bytes_.size() + sizeof(std::uint32_t);
+  for (std::size_t i : order_) total += 1 + 2 * sizeof(std::uint32_t) + (keyed_[i].end - keyed_[i].begin);
+  const std::size_t start = out.size();
+  out.resize(start + total);
+  char* to = &out[start];
+  auto write = [&to](const void* from, std::size_t n) {
+    std::memcpy(to, from, n);
+    to += n;
+  };
+  write(bytes_.data(), bytes_.size());
   const auto kept = static_cast<std::uint32_t>(order_.size());
-  out.append(reinterpret_cast<const char*>(&kept), sizeof kept);
+  write(&kept, sizeof kept);
   for (std::size_t i : order_) {
     const KeyedEntry& entry = keyed_[i];
     const std::uint32_t id = canonical_ ? rank(entry.kind, entry.id) : entry.id;
     const auto size = static_cast<std::uint32_t>(entry.end - entry.begin);
-    out.push_back(static_cast<char>(entry.kind));
-    out.append(reinterpret_cast<const char*>(&id), sizeof id);
-    out.append(reinterpret_cast<const char*>(&size), sizeof size);
-    out.append(keyed_bytes_.data() + entry.begin, size);
+    const auto kind = static_cast<char>(entry.kind);
+    write(&kind, 1);
+    write(&id, sizeof id);
+    write(&size, sizeof size);
+    write(keyed_bytes_.data() + entry.begin, size);
   }
   bytes_.clear();
   keyed_bytes_.clear();
