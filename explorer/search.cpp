@@ -20,7 +20,7 @@ using spec::Statement;
 
 namespace {
 
-constexpr std::size_t kRoundPerThread = 64;  // parents expanded per thread per round
+constexpr std::size_t kWindowPerThread = 256;  // parents expanded ahead of the merge, per thread
 
 std::uint64_t fingerprint(const ModelState& state, bool canonical_ids) {
   thread_local std::string bytes;  // reused: encoding is on the hot path
@@ -127,34 +127,58 @@ class Search {
     return chain;
   }
 
-  // Layer d+1 from layer d: workers rebuild and extend states of consecutive indices in rounds;
-  // one thread merges in index order, so numbering does not depend on the thread count.
+  // Layer d+1 from layer d. Workers rebuild and extend parents in index order (each claims the
+  // next index); the calling thread is one of them and also merges the parents' chains, in
+  // index order as they become ready, so numbering does not depend on the thread count.
+  // Merging overlaps expansion: no thread waits for a round to finish. Workers run at most
+  // `window` parents ahead of the merge, which bounds the chains held.
   std::vector<std::uint32_t> expand(const std::vector<std::uint32_t>& layer, int depth, LayerStats& stats) {
     std::vector<std::uint32_t> next;
     const int threads = std::max(1, options_.threads);
-    const std::size_t round = kRoundPerThread * static_cast<std::size_t>(threads);
-    for (std::size_t begin = 0; begin < layer.size() && stopped_ == StopReason::None; begin += round) {
-      const std::size_t end = std::min(layer.size(), begin + round);
-      std::vector<std::vector<Chain>> produced(end - begin);
-      std::atomic<std::size_t> cursor{begin};
-      auto work = [&] {
-        std::vector<Statement> alphabet;
-        for (std::size_t i = cursor++; i < end; i = cursor++) {
-          const ModelState parent = rebuild(layer[i]);
-          next_statements(parent, options_.alphabet, alphabet);
-          std::vector<Chain>& out = produced[i - begin];
-          out.reserve(alphabet.size());
-          for (const Statement& s : alphabet) out.push_back(extend(parent, s));
-        }
-      };
-      std::vector<std::thread> pool;
-      for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-      work();
-      for (std::thread& t : pool) t.join();
-      for (std::size_t i = begin; i < end; ++i) {
-        for (const Chain& chain : produced[i - begin]) merge(chain, layer[i], depth + 1, next, stats);
+    const std::size_t n = layer.size();
+    const std::size_t window = kWindowPerThread * static_cast<std::size_t>(threads);
+    std::vector<std::vector<Chain>> produced(window);
+    std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[window]);
+    for (std::size_t i = 0; i < window; ++i) ready[i].store(false, std::memory_order_relaxed);
+    std::atomic<std::size_t> cursor{0};  // the next parent to claim
+    std::atomic<std::size_t> merged{0};  // parents merged so far
+    std::atomic<bool> stop{false};       // the merge stopped the search: claim nothing more
+
+    // Claims and expands one parent if one is free within the window; false if none was.
+    auto expand_one = [&](std::vector<Statement>& alphabet) {
+      std::size_t i = cursor.load(std::memory_order_relaxed);
+      if (i >= n || i >= merged.load(std::memory_order_acquire) + window) return false;
+      if (!cursor.compare_exchange_weak(i, i + 1, std::memory_order_relaxed)) return true;  // lost the race: retry
+      const ModelState parent = rebuild(layer[i]);
+      next_statements(parent, options_.alphabet, alphabet);
+      std::vector<Chain>& out = produced[i % window];
+      out.reserve(alphabet.size());
+      for (const Statement& s : alphabet) out.push_back(extend(parent, s));
+      ready[i % window].store(true, std::memory_order_release);
+      return true;
+    };
+    auto worker = [&] {
+      std::vector<Statement> alphabet;
+      while (!stop.load(std::memory_order_relaxed) && cursor.load(std::memory_order_relaxed) < n) {
+        if (!expand_one(alphabet)) std::this_thread::yield();  // the window is full: the merge is behind
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+    std::vector<Statement> alphabet;
+    for (std::size_t m = 0; m < n && stopped_ == StopReason::None;) {
+      if (ready[m % window].load(std::memory_order_acquire)) {
+        std::vector<Chain>& chains = produced[m % window];
+        for (const Chain& chain : chains) merge(chain, layer[m], depth + 1, next, stats);
+        chains.clear();
+        ready[m % window].store(false, std::memory_order_relaxed);
+        merged.store(++m, std::memory_order_release);
+      } else if (!expand_one(alphabet)) {
+        std::this_thread::yield();  // the next parent to merge is being expanded by a worker
       }
     }
+    stop.store(true, std::memory_order_relaxed);
+    for (std::thread& t : pool) t.join();
     return next;
   }
 
@@ -163,6 +187,7 @@ class Search {
   void merge(const Chain& chain, std::uint32_t parent, int length, std::vector<std::uint32_t>& next,
              LayerStats& stats) {
     for (const Link& link : chain) {
+      if (stopped_ != StopReason::None) return;  // nothing after the stop counts, whatever the thread count
       ++stats.transitions;
       record(link.verdict, parent, link.via, link.fingerprint, length);
       // Under a memory budget a new state is looked up first: storing it may not fit.

@@ -10,7 +10,8 @@
 // state once sound.
 //
 // Determinism: states are numbered in discovery order; a layer is expanded in that order
-// (in parallel, in rounds) and merged in that order, so results do not depend on --threads.
+// (in parallel, workers a bounded window ahead of the merge) and merged in that order, so
+// results do not depend on --threads; a budget stops the merge at the same state.
 #pragma once
 
 #include <cstdint>

@@ -212,7 +212,21 @@ TEST(Search, StateBudgetStopsWithAPartialReport) {
   o.max_states = 2000;
   const auto result = explorer::search(o);
   EXPECT_FALSE(result.complete);
-  EXPECT_LT(result.distinct, 2000u + 64u * 40u);  // the round in progress finishes merging
+  EXPECT_EQ(result.stop_reason, explorer::StopReason::MaxStates);
+  EXPECT_EQ(result.distinct, 2000u);  // nothing is stored after the state that reaches the budget
+}
+
+// A budget stops the search at the same state whatever the thread count: merging is in index
+// order and stops there, however far the workers have expanded ahead.
+TEST(Search, StateBudgetStopsAtTheSameStateWhateverTheThreadCount) {
+  SearchOptions one = options(Semantics::Upstream, 6, 1);
+  one.max_states = 5000;
+  const std::string expected = without_totals(one, explorer::search(one));
+  for (int threads : {2, 3}) {
+    SearchOptions many = options(Semantics::Upstream, 6, threads);
+    many.max_states = 5000;
+    EXPECT_EQ(without_totals(many, explorer::search(many)), expected) << threads << " threads";
+  }
 }
 
 TEST(Search, MemoryBudgetBoundsTheStoredBytes) {
