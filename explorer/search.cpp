@@ -97,10 +97,11 @@ class Search {
   }
 
  private:
-  // The state stored at `index`, rebuilt from the root.
-  ModelState rebuild(std::uint32_t index) const {
+  // The state stored at `index`, rebuilt from the root (`tree`: a view of tree_ taken before
+  // the merge began adding to it).
+  ModelState rebuild(const SearchTree::View& tree, std::uint32_t index) const {
     ModelState state(options_.semantics, options_.checks);
-    for (const Statement& s : tree_.path(index)) state.apply(s);
+    for (const Statement& s : tree.path(index)) state.apply(s);
     return state;
   }
 
@@ -143,13 +144,14 @@ class Search {
     std::atomic<std::size_t> cursor{0};  // the next parent to claim
     std::atomic<std::size_t> merged{0};  // parents merged so far
     std::atomic<bool> stop{false};       // the merge stopped the search: claim nothing more
+    const SearchTree::View tree = tree_.view();  // the layer's parents are all in it
 
     // Claims and expands one parent if one is free within the window; false if none was.
     auto expand_one = [&](std::vector<Statement>& alphabet) {
       std::size_t i = cursor.load(std::memory_order_relaxed);
       if (i >= n || i >= merged.load(std::memory_order_acquire) + window) return false;
       if (!cursor.compare_exchange_weak(i, i + 1, std::memory_order_relaxed)) return true;  // lost the race: retry
-      const ModelState parent = rebuild(layer[i]);
+      const ModelState parent = rebuild(tree, layer[i]);
       next_statements(parent, options_.alphabet, alphabet);
       std::vector<Chain>& out = produced[i % window];
       out.reserve(alphabet.size());

@@ -69,6 +69,24 @@ std::uint32_t SearchTree::add(std::uint32_t parent, const spec::Statement& via) 
   return index;
 }
 
+SearchTree::View SearchTree::view() const {
+  View view;
+  for (const Chunk& c : chunks_) {
+    view.parents_.push_back(c.parents.get());
+    view.vias_.push_back(c.vias.get());
+  }
+  return view;
+}
+
+std::vector<spec::Statement> SearchTree::View::path(std::uint32_t index) const {
+  std::vector<spec::Statement> statements;
+  for (std::uint32_t at = index; at != 0; at = parents_[at / kChunk][at % kChunk]) {
+    statements.push_back(unpack_statement(vias_[at / kChunk][at % kChunk]));
+  }
+  std::reverse(statements.begin(), statements.end());
+  return statements;
+}
+
 std::vector<spec::Statement> SearchTree::path(std::uint32_t index) const {
   std::vector<spec::Statement> statements;
   for (std::uint32_t at = index; at != 0; at = parent(at)) statements.push_back(via(at));

@@ -41,6 +41,20 @@ class SearchTree {
   bool full() const { return size_ == chunks_.size() * kChunk; }
   static constexpr std::size_t chunk_bytes() { return kChunk * kBytesPerState; }
 
+  // The tree as it is now, for threads that rebuild states while another adds to the tree:
+  // adding may move the chunk list (not the chunks), so readers hold their own list of the
+  // chunks. Entries present when the view was taken never change.
+  class View {
+   public:
+    std::vector<spec::Statement> path(std::uint32_t index) const;
+
+   private:
+    friend class SearchTree;
+    std::vector<const std::uint32_t*> parents_;
+    std::vector<const std::uint8_t*> vias_;
+  };
+  View view() const;
+
  private:
   static constexpr std::size_t kChunk = std::size_t{1} << 12;  // 20 KiB: small against any search worth storing
   struct Chunk {
