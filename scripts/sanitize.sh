@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/configure-sanitize.sh
 cmake --build build-sanitize -j"$(nproc)"
+echo "sanitize.sh: build done after $SECONDS s"
 cd build-sanitize
 # detect_leaks: the CUDA runtime and Open MPI keep allocations for the process's lifetime.
 export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1

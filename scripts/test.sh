@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+echo "test.sh: set-up done after $SECONDS s"
 scripts/build.sh
+echo "test.sh: build done after $SECONDS s"
 cd build
 ctest --output-on-failure -j"$(nproc)"
