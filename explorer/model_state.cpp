@@ -140,17 +140,14 @@ std::string ModelState::encode(bool canonical_ids) const {
 }
 
 void ModelState::encode(std::string& out, bool canonical_ids) const {
-  // One id namespace per run: the program's and the reference's ids are unrelated.
+  // One id namespace per run: the program's and the reference's ids are unrelated. The
+  // search's own facts (no ids) go with the program's run, which saves a third finish().
   thread_local statemachine::Encoder canonical(true);
   thread_local statemachine::Encoder raw(false);
   statemachine::Encoder& encoder = canonical_ids ? canonical : raw;
-  for (const Run* run : {&program_, &reference_}) {
-    if (run == &reference_ && !with_reference_) break;
-    run->interpreter->encode(encoder, with_reference_);
-    run->checker->encode(encoder, carried_);
-    encoder.finish(out);
-  }
   using statemachine::put;
+  program_.interpreter->encode(encoder, with_reference_);
+  program_.checker->encode(encoder, carried_);
   if (with_reference_) {
     put(encoder, divergence_.diverged | (reference_comparable_ << 1), 1);
     put(encoder, divergence_.tape_freed.size(), 2);
@@ -161,6 +158,10 @@ void ModelState::encode(std::string& out, bool canonical_ids) const {
   put(encoder, saved_.size(), 2);
   for (bool b : saved_) put(encoder, b, 1);
   put(encoder, static_cast<std::uint32_t>(modules_used_), 2);
+  encoder.finish(out);
+  if (!with_reference_) return;
+  reference_.interpreter->encode(encoder, with_reference_);
+  reference_.checker->encode(encoder, carried_);
   encoder.finish(out);
 }
 
