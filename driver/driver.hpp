@@ -560,7 +560,7 @@ class Driver {
   // What torch raises at a node whose saved tensors a backward without retain released.
   static spec::RaisedException graph_already_freed() {
     return spec::RaisedException{
-        "RuntimeError",
+        spec::ExceptionKind::RuntimeError,
         "Trying to backward through the graph a second time (or directly access saved tensors "
         "after they have already been freed)"};
   }

@@ -39,8 +39,8 @@ void InvariantChecker::event_fired(const spec::AnyEvent& event,
   const bool pops = std::holds_alternative<spec::ModulePrepare>(event) ||
                     std::holds_alternative<spec::ModuleEndForward>(event) ||
                     std::holds_alternative<spec::RecomputeEnter>(event);
-  if (raised && pops && (raised->kind == "KeyError" || raised->kind == "IndexError")) {
-    violate(Invariant::I4, "a pop found nothing to pop (" + raised->kind + ": " + raised->message + ")");
+  if (raised && pops && (raised->kind == spec::ExceptionKind::KeyError || raised->kind == spec::ExceptionKind::IndexError)) {
+    violate(Invariant::I4, std::string("a pop found nothing to pop (") + spec::name(raised->kind) + ": " + raised->message + ")");
   }
 
   const auto* enter = std::get_if<spec::AutocastEnter>(&event);

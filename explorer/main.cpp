@@ -151,7 +151,7 @@ int catalogue_command(const std::optional<std::string>& semantics) {
       std::cout << "   " << spec::name(s) << ":";
       for (const spec::StepResult& step : report.steps) {
         std::cout << " " << step.forward_updates << "/" << step.backward_updates;
-        if (!step.raised.empty()) std::cout << " (raised " << step.raised.front().kind << ")";
+        if (!step.raised.empty()) std::cout << " (raised " << spec::name(step.raised.front().kind) << ")";
         std::cout << " [" << step.violations.to_string() << "]";
       }
       std::cout << "\n";

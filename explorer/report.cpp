@@ -61,7 +61,7 @@ void print_text(std::ostream& out, const std::string& title, const spec::Program
           << report.reference[s].backward_updates << ")";
     }
     out << "\n";
-    for (const spec::RaisedException& e : step.raised) out << "  raised " << e.kind << ": " << e.message << "\n";
+    for (const spec::RaisedException& e : step.raised) out << "  raised " << spec::name(e.kind) << ": " << e.message << "\n";
     for (spec::Invariant i : spec::kAllInvariants) {
       if (!step.violations.contains(i)) continue;
       out << "  violates " << spec::id(i) << ": "
@@ -81,7 +81,7 @@ void print_json(std::ostream& out, const ScenarioReport& report) {
         << ", \"raised\": [";
     for (std::size_t e = 0; e < step.raised.size(); ++e) {
       if (e > 0) out << ", ";
-      out << "{\"kind\": " << json_string(step.raised[e].kind)
+      out << "{\"kind\": " << json_string(spec::name(step.raised[e].kind))
           << ", \"message\": " << json_string(step.raised[e].message) << "}";
     }
     out << "], \"violations\": [";

@@ -8,7 +8,7 @@ namespace {
 
 bool only_user_exceptions(const spec::StepResult& r) {
   return std::all_of(r.raised.begin(), r.raised.end(),
-                     [](const spec::RaisedException& e) { return e.kind == "UserError"; });
+                     [](const spec::RaisedException& e) { return e.kind == spec::ExceptionKind::UserError; });
 }
 
 // Modules the reference never touched compare as untouched.

@@ -16,7 +16,7 @@ using spec::Statement;
 namespace {
 
 ModelException user_exception(const char* statement) {
-  return ModelException{RaisedException{"UserError", std::string("raised by '") + statement + "'"}};
+  return ModelException{RaisedException{spec::ExceptionKind::UserError, std::string("raised by '") + statement + "'"}};
 }
 
 }  // namespace

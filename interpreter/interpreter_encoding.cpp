@@ -123,8 +123,7 @@ void Interpreter::encode(Encoder& out, bool step_results) const {
   put(out, static_cast<std::uint32_t>(current_.backward_updates), 4);
   put(out, current_.raised.size(), 2);
   for (const RaisedException& e : current_.raised) {
-    out.append(e.kind);
-    put(out, 0, 1);
+    put(out, static_cast<std::uint64_t>(e.kind), 1);
     out.append(e.message);
     put(out, 0, 1);
   }

@@ -44,7 +44,7 @@ int Context::autocast_depth() const { return machine_->autocast_depth(); }
 
 // Keeps the FP8 regions (an outermost autocast, or a recompute's own) for run_module's check.
 void Context::event_fired(const spec::AnyEvent& event, const std::optional<spec::RaisedException>& raised) {
-  if (event_log_ != nullptr) event_log_->push_back(FiredEvent{event, raised ? raised->kind : std::string()});
+  if (event_log_ != nullptr) event_log_->push_back(FiredEvent{event, raised ? spec::name(raised->kind) : std::string()});
   if (const auto* enter = std::get_if<spec::AutocastEnter>(&event)) {
     if (raised) return;
     const bool opens_region = enter->recompute_internal || machine_->autocast_depth() == 1;

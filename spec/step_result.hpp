@@ -2,6 +2,7 @@
 // `explorer run`, in text and in JSON.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,10 +10,17 @@
 
 namespace fp8sm::spec {
 
-// An exception of the modelled program: its Python kind (UserError for `raise`, KeyError,
-// IndexError, RuntimeError) and message, as TE / torch would raise it.
+// The Python class of an exception of the modelled program. A closed set: what TE and torch
+// raise at the operations the model covers, and UserError for the language's `raise`. Code
+// that acts on a kind (the invariant checker) compares these, never names.
+enum class ExceptionKind : std::uint8_t { UserError, KeyError, IndexError, RuntimeError, AttributeError, TypeError };
+
+// Its Python name, as reports print it and TE's tracebacks name it.
+const char* name(ExceptionKind kind);
+
+// An exception of the modelled program: its kind and message, as TE / torch would raise it.
 struct RaisedException {
-  std::string kind;
+  ExceptionKind kind = ExceptionKind::UserError;
   std::string message;
   bool operator==(const RaisedException& o) const { return kind == o.kind && message == o.message; }
 };

@@ -95,12 +95,12 @@ FP8SM_ACTION(UpdateBackwardAtPassEnd, {
   data.fp8_backwards_in_pass = 0;
   hooks.backward_update();
 })
-FP8SM_RAISE(RaiseBackwardObjectsFreed, "AttributeError", "'NoneType' object has no attribute 'grad_output'")
-FP8SM_RAISE(RaiseSlotNotRecomputed, "IndexError", "list index out of range")
-FP8SM_RAISE(RaiseSlotAlreadyTaken, "TypeError",
+FP8SM_RAISE(RaiseBackwardObjectsFreed, spec::ExceptionKind::AttributeError, "'NoneType' object has no attribute 'grad_output'")
+FP8SM_RAISE(RaiseSlotNotRecomputed, spec::ExceptionKind::IndexError, "list index out of range")
+FP8SM_RAISE(RaiseSlotAlreadyTaken, spec::ExceptionKind::TypeError,
             "Output of saved tensor unpack_hook expected to be a Tensor but got result of type NoneType")
-FP8SM_RAISE(RaiseEmptyFifo, "IndexError", "pop from empty list")
-FP8SM_RAISE(RaiseNotCaptured, "RuntimeError",
+FP8SM_RAISE(RaiseEmptyFifo, spec::ExceptionKind::IndexError, "pop from empty list")
+FP8SM_RAISE(RaiseNotCaptured, spec::ExceptionKind::RuntimeError,
             "FP8 recompute state was not captured during a completed original forward")
 
 // --- checkpoint region --------------------------------------------------------------------
@@ -169,9 +169,9 @@ FP8SM_ACTION(ReleaseCheckpointStash, {
   data.stash_of(event.capture).clear();
   hooks.release_stash(event.capture);
 })
-FP8SM_RAISE(RaiseMissingStashKey, "KeyError", "'global_fp8_buffer_pos_fwd_recompute'")
-FP8SM_RAISE(RaiseEmptyStash, "IndexError", "pop from an empty deque")
-FP8SM_RAISE(RaiseMissingSavedMeta, "KeyError", "'updated_amax_history_fwd'")
+FP8SM_RAISE(RaiseMissingStashKey, spec::ExceptionKind::KeyError, "'global_fp8_buffer_pos_fwd_recompute'")
+FP8SM_RAISE(RaiseEmptyStash, spec::ExceptionKind::IndexError, "pop from an empty deque")
+FP8SM_RAISE(RaiseMissingSavedMeta, spec::ExceptionKind::KeyError, "'updated_amax_history_fwd'")
 
 // --- autocast region ----------------------------------------------------------------------
 FP8SM_ACTION(PushAutocast,

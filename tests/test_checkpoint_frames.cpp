@@ -34,7 +34,7 @@ void expect_step(const explorer::ScenarioReport& report, std::size_t step, const
   EXPECT_EQ(s.forward_updates, e.forward) << what;
   EXPECT_EQ(s.backward_updates, e.backward) << what;
   std::vector<std::string> kinds;
-  for (const auto& r : s.raised) kinds.push_back(r.kind);
+  for (const auto& r : s.raised) kinds.push_back(spec::name(r.kind));
   EXPECT_EQ(kinds, e.raised) << what;
 }
 

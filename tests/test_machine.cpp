@@ -148,7 +148,7 @@ TEST(CheckpointEdges, ForwardExceptionRestoresOwnershipUnderPr3213) {
       const std::string before = machine.snapshot();
       auto raised = machine.fire(RecomputeEnter{7});
       ASSERT_TRUE(raised);
-      EXPECT_EQ(raised->kind, "RuntimeError");
+      EXPECT_EQ(raised->kind, spec::ExceptionKind::RuntimeError);
       EXPECT_EQ(machine.snapshot(), before);
     }
   }
@@ -159,14 +159,14 @@ TEST(CheckpointEdges, RecomputeEntryFailure) {
   Machine upstream(Semantics::Upstream);
   auto raised = upstream.fire(RecomputeEnter{3});
   ASSERT_TRUE(raised);
-  EXPECT_EQ(raised->kind, "IndexError");
+  EXPECT_EQ(raised->kind, spec::ExceptionKind::IndexError);
   EXPECT_EQ(upstream.checkpoint_phase(), CheckpointPhase::Recompute);
 
   Machine pr(Semantics::Pr3213);
   const std::string before = pr.snapshot();
   raised = pr.fire(RecomputeEnter{3});
   ASSERT_TRUE(raised);
-  EXPECT_EQ(raised->kind, "RuntimeError");
+  EXPECT_EQ(raised->kind, spec::ExceptionKind::RuntimeError);
   EXPECT_EQ(raised->message, "FP8 recompute state was not captured during a completed original forward");
   EXPECT_EQ(pr.snapshot(), before);
 }
@@ -226,7 +226,7 @@ TEST(ModuleEdges, StashPopRestore) {
   // A second recompute of the same module finds the deque empty.
   auto raised = machine.fire(ModulePrepare{4});
   ASSERT_TRUE(raised);
-  EXPECT_EQ(raised->kind, "IndexError");
+  EXPECT_EQ(raised->kind, spec::ExceptionKind::IndexError);
   EXPECT_EQ(hooks.log, (std::vector<std::string>{"stash4", "fwd", "pop4", "claim4+", "restore4"}));
 }
 
@@ -240,7 +240,7 @@ TEST(ModuleEdges, RecomputeWithoutStashRaisesKeyError) {
   machine.fire(RecomputeEnter{0});
   auto raised = machine.fire(ModulePrepare{2});
   ASSERT_TRUE(raised);
-  EXPECT_EQ(raised->kind, "KeyError");
+  EXPECT_EQ(raised->kind, spec::ExceptionKind::KeyError);
   EXPECT_TRUE(machine.module(2).has_saved_for_restore);  // POP saves before it checks
 }
 

@@ -37,7 +37,7 @@ inline spec::Program program_from(const std::vector<int>& choices) {
 class EventTrace : public statemachine::Observer {
  public:
   void event_fired(const spec::AnyEvent& event, const std::optional<spec::RaisedException>& raised) override {
-    events.push_back(runtime::FiredEvent{event, raised ? raised->kind : std::string()});
+    events.push_back(runtime::FiredEvent{event, raised ? spec::name(raised->kind) : std::string()});
   }
   std::vector<runtime::FiredEvent> events;
 };
@@ -151,7 +151,7 @@ inline void check_program_on_runtime(const spec::Program& program, const std::st
       RC_ASSERT(run.counts[i].forward_updates == model.steps()[i].forward_updates);
       RC_ASSERT(run.counts[i].backward_updates == model.steps()[i].backward_updates);
       std::vector<std::string> kinds;
-      for (const auto& e : model.steps()[i].raised) kinds.push_back(e.kind);
+      for (const auto& e : model.steps()[i].raised) kinds.push_back(spec::name(e.kind));
       RC_ASSERT(run.raised[i] == kinds);
     }
     RC_ASSERT(run.machine_snapshot == model.machine().snapshot());
