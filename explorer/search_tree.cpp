@@ -87,11 +87,7 @@ std::vector<spec::Statement> SearchTree::View::path(std::uint32_t index) const {
   return statements;
 }
 
-std::vector<spec::Statement> SearchTree::path(std::uint32_t index) const {
-  std::vector<spec::Statement> statements;
-  for (std::uint32_t at = index; at != 0; at = parent(at)) statements.push_back(via(at));
-  std::reverse(statements.begin(), statements.end());
-  return statements;
-}
+// Only counterexamples walk the tree itself (once per invariant); the search rebuilds through views.
+std::vector<spec::Statement> SearchTree::path(std::uint32_t index) const { return view().path(index); }
 
 }  // namespace fp8sm::explorer
