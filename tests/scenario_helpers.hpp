@@ -22,6 +22,15 @@ inline explorer::ScenarioReport run_text(const std::string& text, spec::Semantic
   return explorer::run_scenario(spec::parse_scenario(text), semantics);
 }
 
+// A search of `depth` statements under `semantics`, every invariant checked.
+inline explorer::SearchOptions search_options(spec::Semantics semantics, int depth, int threads = 1) {
+  explorer::SearchOptions o;
+  o.semantics = semantics;
+  o.depth = depth;
+  o.threads = threads;
+  return o;
+}
+
 inline spec::InvariantSet invariants(std::initializer_list<spec::Invariant> list) {
   spec::InvariantSet set;
   for (spec::Invariant i : list) set.add(i);

@@ -24,10 +24,7 @@ using spec::Semantics;
 using spec::Statement;
 
 SearchOptions options(Semantics s, int depth, int threads = 1, bool symmetry = true) {
-  SearchOptions o;
-  o.semantics = s;
-  o.depth = depth;
-  o.threads = threads;
+  SearchOptions o = test_support::search_options(s, depth, threads);
   o.alphabet.symmetry = symmetry;
   return o;
 }

@@ -23,14 +23,6 @@ namespace {
 using explorer::SearchOptions;
 using spec::Semantics;
 
-SearchOptions options(Semantics s, int depth, int threads) {
-  SearchOptions o;
-  o.semantics = s;
-  o.depth = depth;
-  o.threads = threads;
-  return o;
-}
-
 struct Pinned {
   Semantics semantics;
   int depth;
@@ -66,9 +58,9 @@ TEST(StateCounts, AsBeforeTheDriver) {
 // invariant, with a counterexample as short, as the search that checks everything.
 TEST(Search, CheckingOneInvariantCarriesLessAndKeepsItsVerdict) {
   for (Semantics s : spec::kAllSemantics) {
-    const auto all = explorer::search(options(s, 4, 2));
+    const auto all = explorer::search(test_support::search_options(s, 4, 2));
     for (spec::Invariant i : spec::kAllInvariants) {
-      SearchOptions one = options(s, 4, 2);
+      SearchOptions one = test_support::search_options(s, 4, 2);
       one.checks.add(i);
       const auto result = explorer::search(one);
       const std::string what = std::string(spec::name(s)) + " " + std::string(spec::id(i));
@@ -83,7 +75,7 @@ TEST(Search, CheckingOneInvariantCarriesLessAndKeepsItsVerdict) {
       EXPECT_TRUE(test_support::replays(result.counterexamples[0], s)) << what;
     }
     // Without I8 the run without checkpoints is not carried: fewer states than with it.
-    SearchOptions no_i8 = options(s, 4, 2);
+    SearchOptions no_i8 = test_support::search_options(s, 4, 2);
     for (spec::Invariant i : spec::kAllInvariants) {
       if (i != spec::Invariant::I8) no_i8.checks.add(i);
     }
