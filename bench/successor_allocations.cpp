@@ -76,10 +76,13 @@ void visit(const ModelState& parent, int remaining, Counts& counts) {
   std::vector<fp8sm::spec::Statement> alphabet;
   fp8sm::explorer::next_statements(parent, fp8sm::explorer::AlphabetOptions{}, alphabet);
   thread_local std::string bytes;
+  // Like the search, one state per level is recycled: each successor is assigned into it.
+  ModelState state(parent);
+  ModelState last(parent);
   for (const fp8sm::spec::Statement& s : alphabet) {
     ++counts.successors;
     unsigned long long before = g_allocations;
-    ModelState state(parent);
+    state = parent;
     counts.copy.add(g_allocations - before);
     before = g_allocations;
     state.apply(s);
@@ -89,7 +92,7 @@ void visit(const ModelState& parent, int remaining, Counts& counts) {
     state.encode(bytes);
     counts.encode.add(g_allocations - before);
     if (state.open_blocks().empty()) {
-      ModelState last(state);  // the search judges the end on the chain's last state itself
+      last = state;  // the search judges the end on the chain's last state itself
       before = g_allocations;
       (void)last.end_here_and_discard();
       counts.end.add(g_allocations - before);

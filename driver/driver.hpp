@@ -88,7 +88,18 @@ class Driver {
     observer_ = &observer;
     current_graph_ = &step_graph_;
   }
-  Driver& operator=(const Driver&) = delete;
+  // Becomes a copy of `other` between two operations, keeping its own machine, host and
+  // observer, and its own storage where it is large enough (the explorer recycles states).
+  void assign(const Driver& other) {
+    statemachine::Machine* machine = machine_;
+    Host* host = host_;
+    statemachine::Observer* observer = observer_;
+    *this = other;
+    machine_ = machine;
+    host_ = host;
+    observer_ = observer;
+    current_graph_ = &step_graph_;
+  }
 
   // ---- single events -----------------------------------------------------------------------
 
@@ -349,7 +360,9 @@ class Driver {
     bool recompute = false;
   };
 
-  Driver(const Driver&) = default;  // for the rebinding copy only
+  // For the rebinding copy and assign only: a plain copy would share the other's machine.
+  Driver(const Driver&) = default;
+  Driver& operator=(const Driver&) = default;
 
   GraphT& tape_at(std::uint16_t tape) {
     if (tape >= tapes_.size()) tapes_.resize(tape + 1u);

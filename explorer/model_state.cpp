@@ -36,6 +36,17 @@ ModelState::Run ModelState::copy_run(const Run& run) {
   return copy;
 }
 
+void ModelState::assign_run(Run& to, const Run& from) {
+  if (!from.checker) {
+    to = Run{};
+  } else if (!to.checker) {
+    to = copy_run(from);
+  } else {
+    *to.checker = *from.checker;
+    to.interpreter->assign(*from.interpreter);  // rebinds the checker to to's own machine
+  }
+}
+
 namespace {
 spec::InvariantSet all_if_empty(const spec::InvariantSet& checks) {
   if (!checks.empty()) return checks;
@@ -72,6 +83,20 @@ ModelState::ModelState(const ModelState& other)
       open_(other.open_),
       saved_(other.saved_),
       modules_used_(other.modules_used_) {}
+
+ModelState& ModelState::operator=(const ModelState& other) {
+  if (this == &other) return *this;
+  carried_ = other.carried_;
+  with_reference_ = other.with_reference_;
+  assign_run(program_, other.program_);
+  assign_run(reference_, other.reference_);
+  divergence_ = other.divergence_;
+  reference_comparable_ = other.reference_comparable_;
+  open_ = other.open_;
+  saved_ = other.saved_;
+  modules_used_ = other.modules_used_;
+  return *this;
+}
 
 bool ModelState::inside_checkpoint() const {
   return std::any_of(open_.begin(), open_.end(), spec::is_checkpoint);

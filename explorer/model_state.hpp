@@ -38,7 +38,9 @@ class ModelState {
   // computed soundly (what they read may not be carried) and must be ignored.
   explicit ModelState(spec::Semantics semantics, const spec::InvariantSet& checks = {});
   ModelState(const ModelState& other);
-  ModelState& operator=(const ModelState&) = delete;
+  // The same copy into this state's own storage, which allocates nothing once that storage is
+  // large enough: the search recycles one state per worker for every successor it tries.
+  ModelState& operator=(const ModelState& other);
 
   // Executes one statement on both runs; the caller keeps to the language's static rules
   // (see Alphabet). Returns what it violated.
@@ -68,6 +70,7 @@ class ModelState {
   };
   static Run fresh_run(spec::Semantics semantics);
   static Run copy_run(const Run& run);
+  static void assign_run(Run& to, const Run& from);
   Verdict finish_step(bool end_of_file);
 
   InvariantChecker::Carried carried_;

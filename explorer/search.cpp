@@ -49,6 +49,15 @@ struct Link {
 };
 using Chain = std::vector<Link>;
 
+// What one expanding thread reuses from parent to parent: the states are assigned to, not
+// built anew, so that a successor allocates (almost) nothing once they have grown.
+struct Scratch {
+  explicit Scratch(const ModelState& root) : parent(root), child(root) {}
+  std::vector<Statement> alphabet;
+  ModelState parent;  // the parent being expanded, rebuilt from the root
+  ModelState child;   // each successor in turn
+};
+
 class Search {
  public:
   Search(const SearchOptions& options, const ProgressCallback& progress) : options_(options), progress_(progress) {
@@ -61,11 +70,11 @@ class Search {
   SearchResult run() {
     const auto start = std::chrono::steady_clock::now();
     // The root: the empty program, which may also end here.
-    const ModelState root(options_.semantics, options_.checks);
+    root_.emplace(options_.semantics, options_.checks);
     result_.carried = carried_state(options_.checks);
-    const std::uint64_t root_fp = fingerprint(root, options_.canonical_ids);
+    const std::uint64_t root_fp = fingerprint(*root_, options_.canonical_ids);
     seen_.insert(root_fp);
-    record(root.end_here(), 0, std::nullopt, root_fp, 0);
+    record(root_->end_here(), 0, std::nullopt, root_fp, 0);
     std::vector<std::uint32_t> layer = {0};
     LayerStats stats;
     for (int depth = 0;; ++depth) {
@@ -97,20 +106,20 @@ class Search {
   }
 
  private:
-  // The state stored at `index`, rebuilt from the root (`tree`: a view of tree_ taken before
-  // the merge began adding to it).
-  ModelState rebuild(const SearchTree::View& tree, std::uint32_t index) const {
-    ModelState state(options_.semantics, options_.checks);
+  // The state stored at `index`, rebuilt into `state` from the root (`tree`: a view of tree_
+  // taken before the merge began adding to it).
+  void rebuild(const SearchTree::View& tree, std::uint32_t index, ModelState& state) const {
+    state = *root_;
     for (const Statement& s : tree.path(index)) state.apply(s);
-    return state;
   }
 
   // One statement on `parent`, then the blocks it leaves open closed one by one (closing is
   // free: all of these states belong to the next layer). Program ends are judged here, where
   // the state is at hand.
-  Chain extend(const ModelState& parent, const Statement& s) const {
+  // `state` is the worker's own, recycled: assigning the parent to it reuses its storage.
+  Chain extend(const ModelState& parent, const Statement& s, ModelState& state) const {
     Chain chain;
-    ModelState state(parent);
+    state = parent;
     Statement via = s;
     for (;;) {
       Link link;
@@ -147,27 +156,27 @@ class Search {
     const SearchTree::View tree = tree_.view();  // the layer's parents are all in it
 
     // Claims and expands one parent if one is free within the window; false if none was.
-    auto expand_one = [&](std::vector<Statement>& alphabet) {
+    auto expand_one = [&](Scratch& scratch) {
       std::size_t i = cursor.load(std::memory_order_relaxed);
       if (i >= n || i >= merged.load(std::memory_order_acquire) + window) return false;
       if (!cursor.compare_exchange_weak(i, i + 1, std::memory_order_relaxed)) return true;  // lost the race: retry
-      const ModelState parent = rebuild(tree, layer[i]);
-      next_statements(parent, options_.alphabet, alphabet);
+      rebuild(tree, layer[i], scratch.parent);
+      next_statements(scratch.parent, options_.alphabet, scratch.alphabet);
       std::vector<Chain>& out = produced[i % window];
-      out.reserve(alphabet.size());
-      for (const Statement& s : alphabet) out.push_back(extend(parent, s));
+      out.reserve(scratch.alphabet.size());
+      for (const Statement& s : scratch.alphabet) out.push_back(extend(scratch.parent, s, scratch.child));
       ready[i % window].store(true, std::memory_order_release);
       return true;
     };
     auto worker = [&] {
-      std::vector<Statement> alphabet;
+      Scratch scratch(*root_);
       while (!stop.load(std::memory_order_relaxed) && cursor.load(std::memory_order_relaxed) < n) {
-        if (!expand_one(alphabet)) std::this_thread::yield();  // the window is full: the merge is behind
+        if (!expand_one(scratch)) std::this_thread::yield();  // the window is full: the merge is behind
       }
     };
     std::vector<std::thread> pool;
     for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    std::vector<Statement> alphabet;
+    Scratch scratch(*root_);
     for (std::size_t m = 0; m < n && stopped_ == StopReason::None;) {
       if (ready[m % window].load(std::memory_order_acquire)) {
         std::vector<Chain>& chains = produced[m % window];
@@ -175,7 +184,7 @@ class Search {
         chains.clear();
         ready[m % window].store(false, std::memory_order_relaxed);
         merged.store(++m, std::memory_order_release);
-      } else if (!expand_one(alphabet)) {
+      } else if (!expand_one(scratch)) {
         std::this_thread::yield();  // the next parent to merge is being expanded by a worker
       }
     }
@@ -254,6 +263,7 @@ class Search {
 
   SearchOptions options_;
   ProgressCallback progress_;
+  std::optional<ModelState> root_;  // the empty program
   spec::InvariantSet checks_;
   SearchTree tree_;
   FingerprintSet seen_;

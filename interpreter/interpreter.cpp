@@ -45,6 +45,22 @@ Interpreter::Interpreter(const Interpreter& other, Observer* observer)
   observer_->attach(machine_);
 }
 
+void Interpreter::assign(const Interpreter& other) {
+  if (this == &other) return;
+  machine_ = other.machine_;
+  machine_.set_hooks(this);
+  driver_.assign(other.driver_);
+  log_ = other.log_;
+  scopes_ = other.scopes_;
+  base_ = other.base_;
+  skip_ = other.skip_;
+  step_ = other.step_;
+  step_started_ = other.step_started_;
+  current_ = other.current_;
+  steps_ = other.steps_;
+  observer_->attach(machine_);
+}
+
 void Interpreter::run(const spec::Program& program) {
   for (const Statement& s : program.statements) feed(s);
   end_of_file();
@@ -78,10 +94,17 @@ void Interpreter::run_statement(std::uint32_t at) {
     skip(s);
     return;
   }
-  try {
-    execute(s, at);
-  } catch (const ModelException& e) {
-    unwind(e, at);  // rethrows when a replay's body raised and nothing in it caught
+  // unwind rethrows when a replay's body raised and nothing in it caught. A raise statement
+  // goes to it without a C++ throw: raises are a good part of what the explorer executes, and
+  // unwinding the stack cost a tenth of its time.
+  if (const char* raising = raises_here(s)) {
+    unwind(user_exception(raising), at);
+  } else {
+    try {
+      execute(s, at);
+    } catch (const ModelException& e) {
+      unwind(e, at);
+    }
   }
   if (driver_.recompute_depth() == 0 && scopes_.empty()) observer_->top_level_statement_done();
 }
@@ -105,6 +128,20 @@ void Interpreter::skip(const Statement& s) {
   }
 }
 
+// The statement the exception of `s` names, if `s` raises when run now.
+const char* Interpreter::raises_here(const Statement& s) const {
+  switch (s.op) {
+    case Op::RaiseAlways:
+      return "raise always";
+    case Op::RaiseOriginal:
+      return driver_.recompute_depth() == 0 ? "raise original" : nullptr;
+    case Op::RaiseRecompute:
+      return driver_.recompute_depth() > 0 ? "raise recompute" : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
 void Interpreter::execute(const Statement& s, std::uint32_t at) {
   switch (s.op) {
     case Op::AutocastOn:
@@ -124,13 +161,9 @@ void Interpreter::execute(const Statement& s, std::uint32_t at) {
       driver_.module_forward_end(s.name, {});
       return;
     case Op::RaiseAlways:
-      throw user_exception("raise always");
     case Op::RaiseOriginal:
-      if (driver_.recompute_depth() == 0) throw user_exception("raise original");
-      return;
     case Op::RaiseRecompute:
-      if (driver_.recompute_depth() > 0) throw user_exception("raise recompute");
-      return;
+      return;  // raising is run_statement's (raises_here); otherwise they do nothing
     case Op::RecomputeUncaptured:
       driver_.recompute_uncaptured();
       return;

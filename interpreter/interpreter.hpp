@@ -62,6 +62,10 @@ class Interpreter : private statemachine::Hooks {
   Interpreter(const Interpreter& other, Observer* observer);
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
+  // Becomes a copy of `other` between two statements, still reporting to its own observer
+  // (which the caller has made a copy of other's) and keeping its storage where it is large
+  // enough: the explorer recycles states instead of allocating each successor anew.
+  void assign(const Interpreter& other);
 
   // Runs a whole program: every statement, then the end of file.
   void run(const spec::Program& program);
@@ -99,6 +103,7 @@ class Interpreter : private statemachine::Hooks {
 
   // Statements; `at` is the statement's place in the log.
   void run_statement(std::uint32_t at);
+  const char* raises_here(const spec::Statement& s) const;
   void execute(const spec::Statement& s, std::uint32_t at);
   void open_scope(const spec::Statement& s, std::uint32_t at);
   void close_scope(std::uint32_t at);

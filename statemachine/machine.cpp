@@ -64,7 +64,8 @@ Machine::Machine(spec::Semantics semantics, Hooks* hooks) : impl_(std::make_uniq
 Machine::Machine(const Machine& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
 
 Machine& Machine::operator=(const Machine& other) {
-  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
+  // Assigned in place: the data's vectors keep their storage (the explorer recycles states).
+  if (this != &other) *impl_ = *other.impl_;
   return *this;
 }
 

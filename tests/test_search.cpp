@@ -204,6 +204,62 @@ TEST(Search, CanonicalIdsMergeAnAbandonedCheckpointWithNone) {
   EXPECT_EQ(a.encode(true), b.encode(true));
 }
 
+// Every state reachable with up to `budget` statements (closes free), depth first, as copies.
+void collect(const ModelState& state, int budget, std::vector<ModelState>& states) {
+  states.push_back(state);
+  if (!state.open_blocks().empty()) {
+    ModelState closed(state);
+    closed.apply(explorer::close_statement());
+    collect(closed, budget, states);
+  }
+  if (budget == 0) return;
+  std::vector<Statement> next;
+  explorer::next_statements(state, AlphabetOptions{}, next);
+  for (const Statement& s : next) {
+    ModelState child(state);
+    child.apply(s);
+    collect(child, budget - 1, states);
+  }
+}
+
+std::string verdict_text(const explorer::Verdict& verdict) {
+  std::string text;
+  for (const auto& [invariant, reason] : verdict.reasons) text += std::string(spec::id(invariant)) + ": " + reason + "\n";
+  return text;
+}
+
+// The search recycles one state per worker, assigning each parent and successor into it. An
+// assigned state must be exactly a copy of its source, whatever it held before (a deeper
+// state's longer log and tapes, another step's results, or no reference run at all): the same
+// raw encoding, and for every next statement the same verdict and the same raw encoding as a
+// fresh copy given that statement.
+TEST(Search, AnAssignedStateIsACopyWhateverItHeldBefore) {
+  spec::InvariantSet only_i1;
+  only_i1.add(spec::Invariant::I1);
+  for (Semantics s : spec::kAllSemantics) {
+    for (const spec::InvariantSet& checks : {spec::InvariantSet{}, only_i1}) {
+      std::vector<ModelState> states;
+      collect(ModelState(s, checks), 3, states);
+      // The other carried set first: assigning must also create or drop the reference run.
+      ModelState recycled(s, checks.empty() ? only_i1 : spec::InvariantSet{});
+      std::vector<Statement> next;
+      for (const ModelState& source : states) {
+        recycled = source;
+        ASSERT_EQ(recycled.encode(false), source.encode(false)) << spec::name(s);
+        explorer::next_statements(source, AlphabetOptions{}, next);
+        for (const Statement& statement : next) {
+          recycled = source;
+          ModelState copied(source);
+          const explorer::Verdict by_assigned = recycled.apply(statement);
+          const explorer::Verdict by_copied = copied.apply(statement);
+          EXPECT_EQ(verdict_text(by_assigned), verdict_text(by_copied)) << spec::name(s);
+          ASSERT_EQ(recycled.encode(false), copied.encode(false)) << spec::name(s);
+        }
+      }
+    }
+  }
+}
+
 TEST(Search, StateBudgetStopsWithAPartialReport) {
   SearchOptions o = options(Semantics::Upstream, 6);
   o.max_states = 2000;
