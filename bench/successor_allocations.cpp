@@ -69,16 +69,25 @@ struct Counts {
       end{"judge the program's end"};
 };
 
+// The states a level of the walk assigns its successors into. Like the search's workers, which
+// keep theirs for the whole search, a level keeps them across parents: storage grown by one
+// successor serves the next ones.
+struct Level {
+  explicit Level(const ModelState& root) : state(root), last(root) {}
+  ModelState state;
+  ModelState last;
+};
+
 // Every successor of `parent` and, while `remaining` allows, theirs (depth first: memory stays
-// one path of states), each part counted as the search runs it.
-void visit(const ModelState& parent, int remaining, Counts& counts) {
+// one path of states), each part counted as the search runs it. `levels` holds the recycled
+// states of this level and the ones below.
+void visit(const ModelState& parent, int remaining, Counts& counts, std::vector<Level>& levels, std::size_t level) {
   if (remaining == 0) return;
   std::vector<fp8sm::spec::Statement> alphabet;
   fp8sm::explorer::next_statements(parent, fp8sm::explorer::AlphabetOptions{}, alphabet);
   thread_local std::string bytes;
-  // Like the search, one state per level is recycled: each successor is assigned into it.
-  ModelState state(parent);
-  ModelState last(parent);
+  ModelState& state = levels[level].state;
+  ModelState& last = levels[level].last;
   for (const fp8sm::spec::Statement& s : alphabet) {
     ++counts.successors;
     unsigned long long before = g_allocations;
@@ -97,7 +106,7 @@ void visit(const ModelState& parent, int remaining, Counts& counts) {
       (void)last.end_here_and_discard();
       counts.end.add(g_allocations - before);
     }
-    visit(state, remaining - 1, counts);
+    visit(state, remaining - 1, counts, levels, level + 1);
   }
 }
 
@@ -131,7 +140,9 @@ int main(int argc, char** argv) {
   }
 
   Counts counts;
-  visit(ModelState(*parsed_semantics, check_set), depth, counts);
+  const ModelState root(*parsed_semantics, check_set);
+  std::vector<Level> levels(static_cast<std::size_t>(depth), Level(root));
+  visit(root, depth, counts, levels, 0);
   std::printf("%s, depth %d, %s: %llu successors\n", semantics.c_str(), depth,
               checks.empty() ? "all invariants" : checks.c_str(), counts.successors);
   for (const Part* part : {&counts.copy, &counts.apply, &counts.encode, &counts.end}) {

@@ -8,6 +8,7 @@
 // is a function and its input). What differs between them is a host's `Traits`:
 //
 //   struct Traits {
+//     using Storage = ...;      // statemachine::GrowableStorage or FlatStorage
 //     using Host = ...;         // the class below the driver
 //     using NodePayload = ...;  // what a node keeps for its backward (default-constructible)
 //     using Body = ...;         // what a checkpoint's recompute runs again
@@ -31,6 +32,10 @@
 // Every exception passes through: the driver leaves each scope it opened (the exits fire) and
 // rethrows. Nothing here is specific to one host; nothing that fires a table event lives in
 // either host.
+//
+// The driver is behaviour only: what it keeps is a DriverState (driver/tape.hpp) that it
+// works on, owned by its host or, for the exhaustive search, part of a flat state value that
+// the search binds the driver to (bind()). Its lists are the `Traits::Storage`'s.
 #pragma once
 
 #include <cstdint>
@@ -48,58 +53,54 @@ namespace fp8sm::driver {
 
 // A place on the tape: the graph then current and how many nodes it held. What is recorded
 // after it can be discarded (a `try` that caught an exception).
+template <class S>
 struct TapeMark {
-  std::uint32_t generation = 0;
-  std::size_t size = 0;
+  typename S::Id generation = 0;
+  typename S::Id size = 0;
 };
 
 // A checkpoint's original forward in progress (between its begin and its end).
+template <class S>
 struct CheckpointCall {
-  bool plain = false;        // run as a plain call (Machine::checkpoint_call_is_plain): no events
+  bool plain = false;         // run as a plain call (Machine::checkpoint_call_is_plain): no events
   bool reentrant = true;
-  CaptureId capture = 0;
   bool grad_at_call = false;  // reentrant: a node is recorded only if grad was on
-  int frame = -1;             // non-reentrant: its frame
+  typename S::Id capture = statemachine::kNone<S>;  // none for a plain call
+  typename S::Id frame = statemachine::kNone<S>;  // non-reentrant: its frame
 };
 
 template <class Traits>
 class Driver {
  public:
+  using S = typename Traits::Storage;
+  using Id = typename S::Id;
+  static constexpr Id kNone = statemachine::kNone<S>;
   using Host = typename Traits::Host;
   using Body = typename Traits::Body;
   using Payload = typename Traits::NodePayload;
   using NodeT = Node<Traits>;
   using GraphT = Graph<Traits>;
+  using Nodes = typename GraphT::Nodes;
   using Record = ReentrantRecord<Traits>;
   using Frame = NonReentrantFrame<Traits>;
+  using Slot = RecomputedSlot<Traits>;
+  using State = DriverState<Traits>;
+  using Machine = statemachine::BasicMachine<S>;
+  using Mark = TapeMark<S>;
+  using Call = CheckpointCall<S>;
 
-  // `machine`, `host` and `observer` outlive the driver; the host implements the machine's hooks
-  // and passes the claim on (claimed()).
-  Driver(statemachine::Machine& machine, Host& host, statemachine::Observer& observer)
-      : machine_(&machine), host_(&host), observer_(&observer) {
-    step_graph_.generation = next_generation_++;
+  // `machine`, `host`, `observer` and `state` outlive the driver; the host implements the
+  // machine's hooks and passes the claim on (claimed()).
+  Driver(Machine& machine, Host& host, statemachine::Observer& observer, State& state)
+      : machine_(&machine), host_(&host), observer_(&observer), state_(&state) {}
+
+  // From now on the driver works on `state` (between two operations: no recompute running).
+  void bind(State& state) {
+    state_ = &state;
+    current_graph_ = nullptr;
   }
-  // A copy of `other` between two operations (no recompute running), bound to a new machine,
-  // host and observer.
-  Driver(const Driver& other, statemachine::Machine& machine, Host& host, statemachine::Observer& observer)
-      : Driver(other) {
-    machine_ = &machine;
-    host_ = &host;
-    observer_ = &observer;
-    current_graph_ = &step_graph_;
-  }
-  // Becomes a copy of `other` between two operations, keeping its own machine, host and
-  // observer, and its own storage where it is large enough (the explorer recycles states).
-  void assign(const Driver& other) {
-    statemachine::Machine* machine = machine_;
-    Host* host = host_;
-    statemachine::Observer* observer = observer_;
-    *this = other;
-    machine_ = machine;
-    host_ = host;
-    observer_ = observer;
-    current_graph_ = &step_graph_;
-  }
+  State& state() { return *state_; }
+  const State& state() const { return *state_; }
 
   // ---- single events -----------------------------------------------------------------------
 
@@ -118,7 +119,7 @@ class Driver {
   void grad_pop() { fire(spec::GradPop{}); }
 
   // The machine's hook: the claim just fired made the recorded node the owner or not.
-  void claimed(bool owner) { last_claim_owner_ = owner; }
+  void claimed(bool owner) { state_->last_claim = owner ? 2 : 1; }
 
   // ---- a module forward (§3.2) ---------------------------------------------------------------
 
@@ -133,14 +134,14 @@ class Driver {
   // The claim while the autograd node is recorded (if grad is on), then end_forward.
   void module_forward_end(ModuleId m, Payload payload) {
     const bool records_node = machine_->grad_enabled();
-    last_claim_owner_.reset();
+    state_->last_claim = 0;
     fire(spec::ModuleClaim{m});
     if (records_node) {
       NodeT node;
       node.kind = NodeT::Kind::Module;
-      node.module = m;
+      node.module = statemachine::to_id<S>(m);
       node.fp8 = machine_->module(m).fp8;
-      node.owner = last_claim_owner_.value_or(false);
+      node.owner = state_->last_claim == 2;
       node.payload = std::move(payload);
       record_node(std::move(node));
     }
@@ -160,11 +161,13 @@ class Driver {
   // A checkpoint's call. CKR_FWD: the autograd Function's forward runs with grad off. NR_FWD:
   // fp8 is read before the body, which keeps the caller's grad mode; the frame's saved-tensor
   // hook is the innermost until its end. A plain call (spec §3.5 "Dispatch") fires nothing.
-  CheckpointCall checkpoint_begin(bool reentrant) {
-    CheckpointCall call;
+  Call checkpoint_begin(bool reentrant) {
+    Call call;
     call.reentrant = reentrant;
-    if ((call.plain = machine_->checkpoint_call_is_plain())) return call;
-    call.capture = next_capture_++;
+    call.capture = kNone;
+    if ((call.plain = machine_->checkpoint_call_is_plain())) return call;  // no capture, no frame
+    call.capture = state_->next_capture;
+    state_->next_capture = statemachine::to_id<S>(state_->next_capture + 1u);
     if (reentrant) {
       call.grad_at_call = machine_->grad_enabled();
       fire(spec::GradPush{false, true});
@@ -175,13 +178,13 @@ class Driver {
         throw;
       }
     } else {
-      call.frame = static_cast<int>(frames_.size());
+      call.frame = statemachine::to_id<S>(state_->frames.size());
       Frame frame;
       frame.capture = call.capture;
       frame.fp8 = machine_->fp8_enabled();
-      frames_.push_back(std::move(frame));
+      state_->frames.push_back(std::move(frame));
       fire(spec::CheckpointForwardEnter{call.capture, false});
-      packs_.push_back(PackTarget{call.frame, false});
+      state_->packs.push_back(PackTarget<Traits>{call.frame, false});
     }
     observer_->checkpoint_forward_begin(call.capture);
     return call;
@@ -190,7 +193,7 @@ class Driver {
   // A reentrant checkpoint records its node (if grad was on at the call); a non-reentrant one
   // that recorded no node of its own, or failed, has nothing that could recompute it.
   // `node_payload` is what the reentrant checkpoint's node keeps.
-  void checkpoint_end(const CheckpointCall& call, bool exceptional, Body body, Payload node_payload = {}) {
+  void checkpoint_end(const Call& call, bool exceptional, Body body, Payload node_payload = {}) {
     if (call.plain) return;
     if (call.reentrant) {
       fire(spec::CheckpointForwardExit{exceptional});
@@ -204,27 +207,28 @@ class Driver {
       record.body = std::move(body);
       record.capture = call.capture;
       record.fp8 = machine_->fp8_enabled();  // ctx_fp8 is read after the body (§2.4)
-      reentrant_.push_back(std::move(record));
+      state_->records.push_back(std::move(record));
       NodeT node;
       node.kind = NodeT::Kind::Checkpoint;
-      node.reentrant = static_cast<int>(reentrant_.size()) - 1;
+      node.reentrant = statemachine::to_id<S>(state_->records.size() - 1);
       node.payload = std::move(node_payload);
       record_node(std::move(node));  // its save_for_backward goes through the enclosing frame's hook
       return;
     }
-    packs_.pop_back();
-    Frame& frame = frames_[static_cast<std::size_t>(call.frame)];
+    state_->packs.pop_back();
+    Frame& frame = state_->frames[call.frame];
     frame.body = std::move(body);
     frame.closed = true;
     fire(spec::CheckpointForwardExit{exceptional});
     observer_->checkpoint_forward_end(call.capture, exceptional);
     // A failed forward's nodes are discarded by whoever catches.
-    if (exceptional || frames_[static_cast<std::size_t>(call.frame)].live_nodes == 0) release_frame(call.frame);
+    if (exceptional || state_->frames[call.frame].live_nodes == 0) release_frame(call.frame);
   }
 
   // §3.7: a recompute context for which no forward was captured, around nothing.
   void recompute_uncaptured() {
-    const CaptureId never_captured = next_capture_++;
+    const CaptureId never_captured = state_->next_capture;
+    state_->next_capture = statemachine::to_id<S>(state_->next_capture + 1u);
     fire(spec::RecomputeEnter{never_captured});
     observer_->recompute_begin(never_captured);
     fire(spec::RecomputeExit{});
@@ -233,22 +237,26 @@ class Driver {
 
   // ---- the tape ------------------------------------------------------------------------------
 
-  TapeMark mark() const { return {current_graph_->generation, current_graph_->nodes.size()}; }
+  Mark mark() const {
+    const GraphT& graph = current_graph();
+    return {graph.generation, statemachine::to_id<S>(graph.nodes.size())};
+  }
   // What was recorded since `mark` is never backpropagated (a `try` caught an exception, or
   // the program abandoned the step): checkpoints it held are released.
-  void discard_since(const TapeMark& mark) {
-    GraphT& graph = *current_graph_;
-    const std::size_t keep = graph.generation == mark.generation ? std::min(mark.size, graph.nodes.size()) : 0;
-    std::vector<NodeT> discarded(std::make_move_iterator(graph.nodes.begin() + static_cast<std::ptrdiff_t>(keep)),
-                                 std::make_move_iterator(graph.nodes.end()));
+  void discard_since(const Mark& mark) {
+    GraphT& graph = current_graph();
+    const std::size_t keep =
+        graph.generation == mark.generation ? std::min<std::size_t>(mark.size, graph.nodes.size()) : 0;
+    Nodes discarded;
+    for (std::size_t i = keep; i < graph.nodes.size(); ++i) discarded.push_back(std::move(graph.nodes[i]));
     graph.nodes.resize(keep);
     abandon_nodes(discarded);
   }
   // An exception left the step's program: what the step recorded (and did not save) is never
   // backpropagated, as if a `try` around the whole step had caught it.
   void abandon_step_graph() {
-    std::vector<NodeT> abandoned = std::move(step_graph_.nodes);
-    step_graph_.nodes.clear();
+    Nodes abandoned = std::move(state_->step_graph.nodes);
+    state_->step_graph.nodes.clear();
     abandon_nodes(abandoned);
   }
   // Closes the graph recorded so far under `tape` (the tape saved before under that name is
@@ -256,16 +264,18 @@ class Driver {
   void save(std::uint16_t tape) {
     GraphT& saved = tape_at(tape);
     if (!saved.freed) drop_nodes(saved.nodes);
-    saved = std::move(step_graph_);
+    saved = std::move(state_->step_graph);
     new_step_graph();
   }
   // The step ends: its graph goes; saved tapes stay.
   void end_step() {
-    drop_nodes(step_graph_.nodes);
+    drop_nodes(state_->step_graph.nodes);
     new_step_graph();
   }
   bool has_recorded(std::uint16_t tape) const {
-    const GraphT* graph = tape == spec::kCurrentGraph ? &step_graph_ : (tape < tapes_.size() ? &tapes_[tape] : nullptr);
+    const GraphT* graph = tape == spec::kCurrentGraph
+                              ? &state_->step_graph
+                              : (tape < state_->tapes.size() ? &state_->tapes[tape] : nullptr);
     return graph != nullptr && !graph->nodes.empty();
   }
 
@@ -275,16 +285,17 @@ class Driver {
   // An empty graph makes an empty pass. A graph backpropagated before without retain runs
   // again: torch refuses only at a node whose backward completed then.
   void backward(std::uint16_t tape, bool retain) {
-    GraphT* graph = tape == spec::kCurrentGraph ? &step_graph_ : &tape_at(tape);
+    GraphT* graph = tape == spec::kCurrentGraph ? &state_->step_graph : &tape_at(tape);
     // The nodes are copied: a recompute may record into other graphs while we walk this one.
-    std::vector<NodeT> nodes = graph->nodes;
+    Nodes nodes = graph->nodes;
     const bool was_freed = graph->freed;  // its checkpoints were released then
-    GraphT* kept = graph;                 // where the nodes' flags are kept for a later pass
+    // Where the nodes' flags are kept for a later pass: the step's graph or tape `tape`.
+    int kept = tape == spec::kCurrentGraph ? kStepGraph : static_cast<int>(tape);
     if (!retain) {
       graph->freed = true;
-      if (graph == &step_graph_) {  // the step's next statements record a new graph
+      if (graph == &state_->step_graph) {  // the step's next statements record a new graph
         new_step_graph();
-        kept = nullptr;
+        kept = kNoGraph;
       }
     }
     observer_->backward_pass_begin();
@@ -307,93 +318,100 @@ class Driver {
 
   // ---- what the hosts read -------------------------------------------------------------------
 
-  int recompute_depth() const { return static_cast<int>(recomputing_.size()); }
+  int recompute_depth() const { return static_cast<int>(state_->recomputing.size()); }
   // The checkpoint whose recompute runs innermost, if any.
   std::optional<CaptureId> innermost_recompute() const {
-    if (recomputing_.empty()) return std::nullopt;
-    return recomputing_.back();
+    if (state_->recomputing.empty()) return std::nullopt;
+    return state_->recomputing.back();
   }
-  const GraphT& step_graph() const { return step_graph_; }
-  const std::vector<GraphT>& tapes() const { return tapes_; }
-  const std::vector<Record>& records() const { return reentrant_; }
-  const std::vector<Frame>& frames() const { return frames_; }
-  const std::vector<bool>& released() const { return released_; }
-  CaptureId next_capture() const { return next_capture_; }
-  NodeId next_node() const { return next_node_; }
-  std::uint32_t next_generation() const { return next_generation_; }
+  const GraphT& step_graph() const { return state_->step_graph; }
+  CaptureId next_capture() const { return state_->next_capture; }
+  // Frame `frame`'s recomputed slots (what its recompute saved), in slot order.
+  const Slot* recomputed_slots(const Frame& frame) const {
+    return state_->recomputed_slots.data() + frame.recomputed_begin;
+  }
 
   // Between steps, with no graph but the saved tapes left: records and frames nothing names
-  // any more are forgotten (a long-running program's ledger stays as large as its tapes).
-  // Positions change; ids do not.
+  // any more are forgotten (a long-running program's ledger stays as large as its tapes), and
+  // so are the released flags below the oldest capture still named. Positions change; ids do
+  // not.
   void forget_unreachable() {
+    State& st = *state_;
     auto for_each_node = [&](auto&& visit) {
-      for (NodeT& node : step_graph_.nodes) visit(node);
-      for (GraphT& graph : tapes_) {
+      for (NodeT& node : st.step_graph.nodes) visit(node);
+      for (GraphT& graph : st.tapes) {
         for (NodeT& node : graph.nodes) visit(node);
       }
     };
-    std::vector<int> record_at(reentrant_.size(), -1), frame_at(frames_.size(), -1);
+    std::vector<int> record_at(st.records.size(), -1), frame_at(st.frames.size(), -1);
     for_each_node([&](const NodeT& node) {
-      if (node.reentrant >= 0) record_at[static_cast<std::size_t>(node.reentrant)] = 0;
-      if (node.frame >= 0) frame_at[static_cast<std::size_t>(node.frame)] = 0;
+      if (node.reentrant != kNone) record_at[node.reentrant] = 0;
+      if (node.frame != kNone) frame_at[node.frame] = 0;
     });
-    compact(reentrant_, record_at);
-    compact(frames_, frame_at);
+    compact_frames(frame_at);
+    compact(st.records, record_at);
     for_each_node([&](NodeT& node) {
-      if (node.reentrant >= 0) node.reentrant = record_at[static_cast<std::size_t>(node.reentrant)];
-      if (node.frame >= 0) node.frame = frame_at[static_cast<std::size_t>(node.frame)];
+      if (node.reentrant != kNone) node.reentrant = statemachine::to_id<S>(record_at[node.reentrant]);
+      if (node.frame != kNone) node.frame = statemachine::to_id<S>(frame_at[node.frame]);
     });
-    // Released flags below the oldest capture still named are never read again.
-    CaptureId oldest = next_capture_;
-    for (const Record& r : reentrant_) oldest = std::min(oldest, r.capture);
-    for (const Frame& f : frames_) oldest = std::min(oldest, f.capture);
-    const std::size_t drop = std::min<std::size_t>(oldest - released_base_, released_.size());
-    released_.erase(released_.begin(), released_.begin() + static_cast<std::ptrdiff_t>(drop));
-    released_base_ += static_cast<CaptureId>(drop);
+    CaptureId oldest = st.next_capture;
+    for (const Record& r : st.records) oldest = std::min<CaptureId>(oldest, r.capture);
+    for (const Frame& f : st.frames) oldest = std::min<CaptureId>(oldest, f.capture);
+    const std::size_t drop = std::min<std::size_t>(oldest - st.released_base, st.released.size());
+    st.released.erase(st.released.begin(), st.released.begin() + static_cast<std::ptrdiff_t>(drop));
+    st.released_base = statemachine::to_id<S>(st.released_base + drop);
   }
 
  private:
-  // Where a node's saved tensors go (torch's saved-tensor hooks, innermost only): into the
-  // slots of a non-reentrant checkpoint's original forward, or into what its recompute saves.
-  struct PackTarget {
-    int frame = -1;
-    bool recompute = false;
-  };
+  static constexpr int kStepGraph = -1;
+  static constexpr int kNoGraph = -2;
 
-  // For the rebinding copy and assign only: a plain copy would share the other's machine.
-  Driver(const Driver&) = default;
-  Driver& operator=(const Driver&) = default;
-
+  static ModuleId module_of(const NodeT& node) { return static_cast<ModuleId>(node.module); }
+  GraphT& current_graph() { return current_graph_ != nullptr ? *current_graph_ : state_->step_graph; }
+  const GraphT& current_graph() const { return current_graph_ != nullptr ? *current_graph_ : state_->step_graph; }
   GraphT& tape_at(std::uint16_t tape) {
-    if (tape >= tapes_.size()) tapes_.resize(tape + 1u);
-    return tapes_[tape];
+    if (tape >= state_->tapes.size()) state_->tapes.resize(tape + 1u);
+    return state_->tapes[tape];
+  }
+  GraphT* kept_graph(int kept) {
+    if (kept == kNoGraph) return nullptr;
+    return kept == kStepGraph ? &state_->step_graph : &state_->tapes[static_cast<std::size_t>(kept)];
   }
   void new_step_graph() {
-    step_graph_ = GraphT{};
-    step_graph_.generation = next_generation_++;
-    current_graph_ = &step_graph_;
+    state_->step_graph = GraphT{};
+    state_->step_graph.generation = state_->next_generation;
+    state_->next_generation = statemachine::to_id<S>(state_->next_generation + 1u);
+    current_graph_ = nullptr;
+  }
+  GraphT fresh_graph(bool live) {
+    GraphT graph;
+    graph.generation = state_->next_generation;
+    graph.live = live;
+    state_->next_generation = statemachine::to_id<S>(state_->next_generation + 1u);
+    return graph;
   }
 
-  // Visits `nodes` in reverse. `kept`, when given, is the graph they belong to, kept for another
-  // backward: it remembers which nodes completed their backward, and (without `retain`) which
-  // ones torch freed. A freed node stops the pass at its turn: a Linear on the first line of its
+  // Visits `nodes` in reverse. `kept`, when not kNoGraph, is the graph they belong to, kept for
+  // another backward: it remembers which nodes completed their backward, and (without
+  // `retain`) which ones torch freed. (The graph is named, not pointed to: a recompute may add
+  // a tape.) A freed node stops the pass at its turn: a Linear on the first line of its
   // backward (the table: TE's AttributeError), else torch's RuntimeError for freed saved tensors.
-  void backpropagate(std::vector<NodeT>& nodes, GraphT* kept, bool retain) {
+  void backpropagate(Nodes& nodes, int kept, bool retain) {
     for (std::size_t i = nodes.size(); i-- > 0;) {
       NodeT& node = nodes[i];
       if (node.freed) {
-        if (node.kind == NodeT::Kind::Module) fire(spec::ModuleBackwardBegin{node.module, true});
+        if (node.kind == NodeT::Kind::Module) fire(spec::ModuleBackwardBegin{module_of(node), true});
         host_->raise(nullptr, graph_already_freed());
       }
       switch (node.kind) {
         case NodeT::Kind::Module:
           // §3.3: the first line of the backward, then the unpack of what it saved, the
           // gradient casts, and the end of the backward (the update, if it owns it).
-          fire(spec::ModuleBackwardBegin{node.module, node.backward_ran});
+          fire(spec::ModuleBackwardBegin{module_of(node), node.backward_ran});
           unpack_saved(node, retain);
-          observer_->module_backward(node.module, node.fp8);
+          observer_->module_backward(module_of(node), node.fp8);
           host_->node_gradient(node);
-          fire(spec::ModuleBackward{node.module, node.owner, node.fp8});
+          fire(spec::ModuleBackward{module_of(node), node.owner, node.fp8});
           break;
         case NodeT::Kind::Function:
           unpack_saved(node, retain);
@@ -403,31 +421,30 @@ class Driver {
           // §3.5 CKR_BWD: the checkpoint function's backward unpacks its saved inputs first,
           // then recomputes the body into a sub-graph of fresh nodes and backpropagates that.
           unpack_saved(node, retain);
-          backpropagate_checkpoint(static_cast<std::size_t>(node.reentrant));
+          backpropagate_checkpoint(node.reentrant);
           break;
       }
-      if (kept != nullptr) {
-        kept->nodes[i].backward_ran = true;
-        kept->nodes[i].freed = !retain;
+      if (GraphT* graph = kept_graph(kept)) {
+        graph->nodes[i].backward_ran = true;
+        graph->nodes[i].freed = !retain;
       }
     }
   }
 
-  void backpropagate_checkpoint(std::size_t record_at) {
-    GraphT sub_graph;
-    sub_graph.generation = next_generation_++;
+  void backpropagate_checkpoint(Id record_at) {
+    GraphT sub_graph = fresh_graph(true);
     {
       // By value: the recompute may add records.
-      const Record record = reentrant_[record_at];
+      const Record record = state_->records[record_at];
       try {
-        recompute(record.capture, record.fp8, record.body, sub_graph, PackTarget{});
+        recompute(record.capture, record.fp8, record.body, sub_graph, PackTarget<Traits>{kNone, false});
       } catch (...) {
         abandon_nodes(sub_graph.nodes);  // a failed recompute's graph is never backpropagated
         throw;
       }
     }
     try {
-      backpropagate(sub_graph.nodes, nullptr, false);
+      backpropagate(sub_graph.nodes, kNoGraph, false);
     } catch (...) {
       drop_nodes(sub_graph.nodes);
       throw;
@@ -440,24 +457,24 @@ class Driver {
   // then judges the node's slot (not reached by the recompute, or taken by an earlier unpack).
   // The slot's twin stays only while the node's graph is retained.
   void unpack_saved(NodeT& node, bool retain) {
-    if (node.frame < 0) return;
-    const auto at = static_cast<std::size_t>(node.frame);
-    if (frames_[at].recomputed.empty()) recompute_frame(node.frame);
-    const bool reached = node.slot < frames_[at].recomputed.size();
-    fire(spec::SavedTensorUnpack{reached, reached && frames_[at].recomputed[node.slot].taken});
+    if (node.frame == kNone) return;
+    if (state_->frames[node.frame].recomputed_count == 0) recompute_frame(node.frame);
+    const Frame& frame = state_->frames[node.frame];
+    const bool reached = node.slot < frame.recomputed_count;
+    Slot* slot = reached ? &state_->recomputed_slots[frame.recomputed_begin + node.slot] : nullptr;
+    fire(spec::SavedTensorUnpack{reached, reached && slot->taken});
     if (!reached) return;  // the table raised
-    typename Frame::Slot& slot = frames_[at].recomputed[node.slot];
-    host_->take_saved(node, slot, frames_[at].capture);
-    slot.taken = true;
-    if (!retain) host_->forget_twin(slot.twin);
+    host_->take_saved(node, *slot, frame.capture);
+    slot->taken = true;
+    if (!retain) host_->forget_twin(slot->twin);
   }
 
   // §3.5 CKR_BWD and NR_RECOMPUTE share one shape: GRAD(on); ARF_ENTER(rc); AC_ENTER(fp8, rc);
   // body; AC_EXIT; ARF_EXIT; GRAD pop. The exits run also when the body raises; a failed
   // ARF_ENTER has nothing to exit but the grad mode. The body is its own context: it records
   // into `graph`, and what its nodes save goes through `target` alone (no hook for a reentrant
-  // recompute; the frame's recompute hook for a non-reentrant one).
-  void recompute(CaptureId capture, bool fp8, const Body& body, GraphT& graph, PackTarget target) {
+  // recompute, target.frame == kNone; the frame's recompute hook for a non-reentrant one).
+  void recompute(CaptureId capture, bool fp8, const Body& body, GraphT& graph, PackTarget<Traits> target) {
     fire(spec::GradPush{true, true});
     try {
       fire(spec::RecomputeEnter{capture});
@@ -468,15 +485,15 @@ class Driver {
     observer_->recompute_begin(capture);
     fire(spec::AutocastEnter{fp8, true});
     GraphT* const outer_graph = current_graph_;
-    std::vector<PackTarget> outer_packs;
-    outer_packs.swap(packs_);
-    if (target.frame >= 0) packs_.push_back(target);
+    typename State::template List<PackTarget<Traits>, capacity::PackTargets> outer_packs;
+    outer_packs.swap(state_->packs);
+    if (target.frame != kNone) state_->packs.push_back(target);
     current_graph_ = &graph;
-    recomputing_.push_back(capture);
+    state_->recomputing.push_back(statemachine::to_id<S>(capture));
     auto leave = [&] {
       current_graph_ = outer_graph;
-      packs_.swap(outer_packs);
-      recomputing_.pop_back();  // before the exits, one of which may raise
+      state_->packs.swap(outer_packs);
+      state_->recomputing.pop_back();  // before the exits, one of which may raise
       autocast_exit(false);
       fire(spec::RecomputeExit{});
       observer_->recompute_end(capture);
@@ -492,74 +509,76 @@ class Driver {
   }
 
   // §3.5 NR_RECOMPUTE: the frame's body alone, with its own fp8, under its recomputation hook:
-  // what its own nodes save again goes into its `recomputed` slots (a checkpoint nested in the
+  // what its own nodes save again goes into its recomputed slots (a checkpoint nested in the
   // body packs into its own new frame). The recompute's graph is never backpropagated. Once
   // it holds recomputed slots, the frame never recomputes again.
-  void recompute_frame(int index) {
-    const auto at = static_cast<std::size_t>(index);
-    GraphT discarded;
-    discarded.generation = next_generation_++;
-    discarded.live = false;
+  void recompute_frame(Id index) {
+    GraphT discarded = fresh_graph(false);
     try {
       // By value: the recompute may add frames.
-      const Body body = frames_[at].body;
-      recompute(frames_[at].capture, frames_[at].fp8, body, discarded, PackTarget{index, true});
+      const Body body = state_->frames[index].body;
+      const Frame& frame = state_->frames[index];
+      recompute(frame.capture, frame.fp8, body, discarded, PackTarget<Traits>{index, true});
     } catch (...) {
       drop_nodes(discarded.nodes);
-      if (!frames_[at].recomputed.empty()) release_frame(index);
+      if (state_->frames[index].recomputed_count != 0) release_frame(index);
       throw;
     }
     drop_nodes(discarded.nodes);
-    if (!frames_[at].recomputed.empty()) release_frame(index);
+    if (state_->frames[index].recomputed_count != 0) release_frame(index);
   }
 
   // The node's saved tensors go through the innermost saved-tensor hook (spec §3.5): into the
   // next slot of the frame whose original forward is running, or into a recompute's slots.
   void record_node(NodeT node) {
-    node.id = next_node_++;
-    if (!packs_.empty()) {
-      const PackTarget target = packs_.back();
-      Frame& frame = frames_[static_cast<std::size_t>(target.frame)];
+    node.id = state_->next_node;
+    state_->next_node = statemachine::to_id<S>(state_->next_node + 1u);
+    if (!state_->packs.empty()) {
+      const PackTarget<Traits> target = state_->packs.back();
+      Frame& frame = state_->frames[target.frame];
       if (target.recompute) {
-        frame.recomputed.push_back(typename Frame::Slot{false, node.payload});
+        if (frame.recomputed_count == 0) frame.recomputed_begin = statemachine::to_id<S>(state_->recomputed_slots.size());
+        state_->recomputed_slots.push_back(Slot{false, node.payload});
+        frame.recomputed_count = statemachine::to_id<S>(frame.recomputed_count + 1u);
       } else {
         node.frame = target.frame;
-        node.slot = frame.slots++;
-        ++frame.live_nodes;
+        node.slot = frame.slots;
+        frame.slots = statemachine::to_id<S>(frame.slots + 1u);
+        frame.live_nodes = statemachine::to_id<S>(frame.live_nodes + 1u);
         host_->drop_saved(node.payload);
       }
     }
-    observer_->node_recorded(node.id, node.module, node.kind == NodeT::Kind::Module && node.owner,
-                             current_graph_->live);
-    current_graph_->nodes.push_back(std::move(node));
+    GraphT& graph = current_graph();
+    observer_->node_recorded(node.id, module_of(node), node.kind == NodeT::Kind::Module && node.owner, graph.live);
+    graph.nodes.push_back(std::move(node));
   }
 
   // Nodes that were never backpropagated and never will be: the observer learns they were
   // discarded, and the checkpoints they held are released.
-  void abandon_nodes(const std::vector<NodeT>& nodes) {
+  void abandon_nodes(const Nodes& nodes) {
     for (const NodeT& node : nodes) observer_->node_discarded(node.id);
     drop_nodes(nodes);
   }
   // Nodes that will never be backpropagated (again): checkpoints they held are released.
-  void drop_nodes(const std::vector<NodeT>& nodes) {
+  void drop_nodes(const Nodes& nodes) {
     for (const NodeT& node : nodes) {
-      if (node.kind == NodeT::Kind::Checkpoint) {
-        release_checkpoint(reentrant_[static_cast<std::size_t>(node.reentrant)].capture);
-      }
-      if (node.frame >= 0) {
-        Frame& frame = frames_[static_cast<std::size_t>(node.frame)];
-        if (--frame.live_nodes == 0 && frame.closed) release_frame(node.frame);
+      if (node.kind == NodeT::Kind::Checkpoint) release_checkpoint(state_->records[node.reentrant].capture);
+      if (node.frame != kNone) {
+        Frame& frame = state_->frames[node.frame];
+        frame.live_nodes = static_cast<Id>(frame.live_nodes - 1u);
+        if (frame.live_nodes == 0 && frame.closed) release_frame(node.frame);
       }
     }
   }
-  void release_frame(int index) { release_checkpoint(frames_[static_cast<std::size_t>(index)].capture); }
+  void release_frame(Id index) { release_checkpoint(state_->frames[index].capture); }
   // Fires CheckpointReleased once per capture.
   void release_checkpoint(CaptureId capture) {
-    if (capture < released_base_) return;  // forgotten: nothing named it any more
-    const std::size_t at = capture - released_base_;
-    if (at >= released_.size()) released_.resize(at + 1u, false);
-    if (released_[at]) return;
-    released_[at] = true;
+    State& st = *state_;
+    if (capture < st.released_base) return;  // forgotten: nothing named it any more
+    const std::size_t at = capture - st.released_base;
+    if (at >= st.released.size()) st.released.resize(at + 1u, false);
+    if (st.released[at]) return;
+    st.released[at] = true;
     observer_->checkpoint_dropped(capture);
     fire(spec::CheckpointReleased{capture});
   }
@@ -578,8 +597,8 @@ class Driver {
         "after they have already been freed)"};
   }
 
-  template <class T>
-  static void compact(std::vector<T>& entries, std::vector<int>& new_position) {
+  template <class List>
+  static void compact(List& entries, std::vector<int>& new_position) {
     std::size_t kept = 0;
     for (std::size_t i = 0; i < entries.size(); ++i) {
       if (new_position[i] < 0) continue;
@@ -589,24 +608,26 @@ class Driver {
     }
     entries.resize(kept);
   }
+  // Frames, and the recomputed slots of the frames kept.
+  void compact_frames(std::vector<int>& new_position) {
+    State& st = *state_;
+    decltype(st.recomputed_slots) slots;
+    for (std::size_t i = 0; i < st.frames.size(); ++i) {
+      if (new_position[i] < 0) continue;
+      Frame& frame = st.frames[i];
+      const std::size_t begin = frame.recomputed_begin;
+      frame.recomputed_begin = statemachine::to_id<S>(slots.size());
+      for (std::size_t k = 0; k < frame.recomputed_count; ++k) slots.push_back(std::move(st.recomputed_slots[begin + k]));
+    }
+    st.recomputed_slots = std::move(slots);
+    compact(st.frames, new_position);
+  }
 
-  statemachine::Machine* machine_;
+  Machine* machine_;
   Host* host_;
   statemachine::Observer* observer_;
-
-  GraphT step_graph_;
-  GraphT* current_graph_ = &step_graph_;  // the step's graph, or a recompute's
-  std::vector<GraphT> tapes_;             // index = tape name
-  std::uint32_t next_generation_ = 1;
-  std::vector<Record> reentrant_;
-  std::vector<Frame> frames_;
-  std::vector<PackTarget> packs_;  // innermost last
-  CaptureId next_capture_ = 0;
-  std::vector<bool> released_;   // per capture, from released_base_
-  CaptureId released_base_ = 0;
-  NodeId next_node_ = 0;
-  std::vector<CaptureId> recomputing_;  // recomputes in progress, innermost last
-  std::optional<bool> last_claim_owner_;
+  State* state_;
+  GraphT* current_graph_ = nullptr;  // a recompute's graph while it runs; else the step's
 };
 
 }  // namespace fp8sm::driver

@@ -10,29 +10,29 @@ using spec::Statement;
 
 spec::Statement close_statement() { return make_statement(Op::Close); }
 
-void next_statements(const ModelState& state, const AlphabetOptions& options, std::vector<Statement>& out) {
+void next_statements(const ProgramFacts& facts, const AlphabetOptions& options, std::vector<Statement>& out) {
   out.clear();
   for (Op op : {Op::AutocastOn, Op::AutocastOff, Op::CheckpointReentrant, Op::CheckpointNonReentrant, Op::NoGrad,
                 Op::Try}) {
     out.push_back(make_statement(op));
   }
-  const int names = options.symmetry ? std::min(options.modules, state.modules_used() + 1) : options.modules;
+  const int names = options.symmetry ? std::min(options.modules, facts.modules_used + 1) : options.modules;
   for (int m = 0; m < names; ++m) out.push_back(make_statement(Op::Linear, static_cast<std::uint16_t>(m)));
   for (Op op : {Op::RaiseAlways, Op::RaiseOriginal, Op::RaiseRecompute, Op::RecomputeUncaptured}) {
     out.push_back(make_statement(op));
   }
-  if (!state.inside_checkpoint()) {
+  if (!facts.inside_checkpoint()) {
     for (int t = 0; t < options.tapes; ++t) out.push_back(make_statement(Op::Save, static_cast<std::uint16_t>(t)));
     out.push_back(make_statement(Op::Backward, spec::kCurrentGraph));
     out.push_back(make_statement(Op::Backward, spec::kCurrentGraph, true));
     for (int t = 0; t < options.tapes; ++t) {
       const auto tape = static_cast<std::uint16_t>(t);
-      if (!state.tape_saved(tape)) continue;
+      if (!facts.tape_saved[tape]) continue;
       out.push_back(make_statement(Op::Backward, tape));
       out.push_back(make_statement(Op::Backward, tape, true));
     }
   }
-  if (state.open_blocks().empty()) out.push_back(make_statement(Op::Step));
+  if (facts.open.empty()) out.push_back(make_statement(Op::Step));
 }
 
 spec::Program program_of(const std::vector<Statement>& statements, const AlphabetOptions& options) {

@@ -19,7 +19,7 @@ struct AlphabetOptions {
 // Every statement that keeps the program well formed after `state`, in alphabet order:
 // opening statements, linear, raise, recompute_uncaptured, save, backward, step. Closing a
 // block is not among them: it is free (see close_statement).
-void next_statements(const ModelState& state, const AlphabetOptions& options, std::vector<spec::Statement>& out);
+void next_statements(const ProgramFacts& facts, const AlphabetOptions& options, std::vector<spec::Statement>& out);
 
 spec::Statement close_statement();
 

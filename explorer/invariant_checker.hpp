@@ -1,24 +1,35 @@
-// Checks the invariants of spec §5 (all but I8, which compares two runs: see scenario_run.hpp)
-// while the interpreter runs a program, and keeps the symbolic FP8 meta of every module.
+// Checks the invariants of spec §5 (all but I8's comparison of two runs: transparency.hpp)
+// while the interpreter runs a program, with one observer per invariant, each owning its part
+// of the state (observer_state.hpp):
 //
-// The checker judges from what it observes (hooks, extents, the machine's visible state),
-// never from the table's own decisions: an expectation such as "this autocast exit must make
-// exactly one forward update" is computed here from depth, enabled and grad mode. The program's
-// grad mode and the length of upstream's FIFO are followed from the events fired, not read
-// from the table's data, so that a table bug cannot corrupt a check and what it checks alike.
+//   ForwardUpdates      I1    forward_updates.hpp
+//   BackwardPasses      I2    backward_passes.hpp
+//   OwnershipScopes     I3    ownership_scopes.hpp
+//   CheckpointNumerics  I4 I5 I9, and the numerics I8 compares    checkpoint_numerics.hpp
+//   StepEndChecks       I6 I7 step_end_checks.hpp
+//
+// The observers judge from what they observe (hooks, extents, the machine's region states),
+// never from the table's own decisions or data: an expectation such as "this autocast exit
+// must make exactly one forward update" is computed from depth, enabled and the program's
+// grad mode, which, like upstream's FIFO and exception kinds, is followed from the events.
+//
+// A checker runs the observers of the invariants it checks and no others. It owns its state
+// (explorer run, the tests: every invariant) or is bound to one inside the exhaustive search's
+// flat state values (bind()).
 #pragma once
 
-#include <array>
-#include <deque>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "explorer/symbolic_meta.hpp"
-#include "statemachine/encoder.hpp"
+#include "explorer/backward_passes.hpp"
+#include "explorer/checkpoint_numerics.hpp"
+#include "explorer/forward_updates.hpp"
+#include "explorer/observer_state.hpp"
+#include "explorer/ownership_scopes.hpp"
+#include "explorer/step_end_checks.hpp"
+#include "explorer/verdict.hpp"
 #include "spec/invariants.hpp"
 #include "statemachine/machine.hpp"
 #include "statemachine/observer.hpp"
@@ -35,45 +46,54 @@ struct ModuleNumerics {
   bool operator==(const ModuleNumerics& o) const { return forward == o.forward && backward == o.backward; }
 };
 
-// What the checker found in one step.
+// What the checker found in one step (explorer run's report).
 struct StepVerdict {
   spec::InvariantSet violations;
   std::map<spec::Invariant, std::string> first_reason;  // one sentence per violated invariant
   std::vector<ModuleNumerics> numerics;                 // per module, at the step's end
 };
 
-// What the checker carries between statements: the ownership scopes and live owners (I3); the
-// symbolic metas, stashes and checkpoint extents (I4, I5, I8, I9). I1, I2, I6 and I7 are judged
-// within a statement, from the machine and the events alone, and carry nothing.
-struct CheckerCarried {
-  bool owners = true;
-  bool numerics_and_stashes = true;
-  bool program_grad = true;  // I1: the grad mode the program set, from the events
+// Which observers run, and so which parts of ObserverState a state carries.
+struct CheckedObservers {
+  bool forward_updates = true;  // I1: the program's grad mode
+  bool backward_passes = true;  // I2
+  bool ownership = true;        // I3: ownership scopes and live owners
+  bool numerics = true;         // I4 I5 I8 I9: symbolic metas, stashes and checkpoint extents
+  bool step_end = true;         // I6 I7
+  static CheckedObservers for_checks(const spec::InvariantSet& checks);  // empty: all
 };
 
+template <class S>
 class InvariantChecker : public statemachine::Observer {
  public:
+  static ObserverState<S> initial_state();
+
+  // A checker of every invariant with its own state, keeping a verdict per step.
+  InvariantChecker();
+  // A checker of `observers`, bound to `state`, keeping only the current verdict.
+  InvariantChecker(ObserverState<S>& state, CheckedObservers observers);
+  InvariantChecker(const InvariantChecker&) = delete;
+  InvariantChecker& operator=(const InvariantChecker&) = delete;
+
+  // The machine the program runs on (read only), before anything is observed.
+  void attach(const statemachine::BasicMachine<S>& machine) { context_.machine = &machine; }
+  // From now on the checker observes into `state` (between two statements).
+  void bind(ObserverState<S>& state);
+
+  const CheckedObservers& observers() const { return observers_; }
+  // Where violations go from now on (the search: one verdict per statement, which it clears);
+  // by default the checker's own, per step.
+  void report_to(Verdict& verdict) { context_.verdict = &verdict; }
+  // Per finished step (an owning checker only).
   const std::vector<StepVerdict>& verdicts() const { return verdicts_; }
-
-  // For the exhaustive explorer, which keeps no history: the verdicts of finished steps, and
-  // what the step in progress has violated so far, handed over and forgotten.
-  std::vector<StepVerdict> take_verdicts() { return std::exchange(verdicts_, {}); }
-  StepVerdict take_current();
-
-  // What the checks of `checks` need carried between statements (CheckerCarried).
-  using Carried = CheckerCarried;
-  static Carried carried_for(const spec::InvariantSet& checks);
-
-  // Between statements: everything later checks of `carried` depend on, packed.
-  void encode(statemachine::Encoder& out, Carried carried = Carried{}) const;
+  // Every module's numerics now (the numerics observer's).
+  const NumericsState<S>& numerics() const { return *numerics_; }
 
   // Observer
-  void attach(const statemachine::Machine& machine) override { machine_ = &machine; }
   void step_begin(int step) override;
   void step_end(int step) override;
   void top_level_statement_done() override;
-  void event_fired(const spec::AnyEvent& event,
-                   const std::optional<spec::RaisedException>& raised) override;
+  void event_fired(const spec::AnyEvent& event, const std::optional<spec::RaisedException>& raised) override;
   void autocast_exit_begin(bool user) override;
   void autocast_exit_end() override;
   void module_computed(ModuleId m, bool recompute) override;
@@ -86,6 +106,7 @@ class InvariantChecker : public statemachine::Observer {
   void checkpoint_forward_end(CaptureId c, bool exceptional) override;
   void recompute_begin(CaptureId c) override;
   void recompute_end(CaptureId c) override;
+  void checkpoint_dropped(CaptureId c) override;
 
   // Hooks
   void forward_update() override;
@@ -100,71 +121,20 @@ class InvariantChecker : public statemachine::Observer {
   void stash_for(ModuleId m, CaptureId c) override;
   void replay_stash(ModuleId m, CaptureId c, unsigned occurrence) override;
   void release_stash(CaptureId c) override;
-  void checkpoint_dropped(CaptureId c) override;
 
  private:
-  struct StashEntry {
-    SymbolicMeta value;
-    CaptureId pushed_by = 0;
-    bool pushed_by_checkpoint = false;
-    int step = 0;
-  };
-  struct ModuleState {
-    ModuleNumerics numerics;
-    std::deque<StashEntry> stash;
-    SymbolicMeta saved_for_restore;
-    bool registered = false;
-  };
-  // A checkpoint's original forward or a recompute, innermost last.
-  struct Extent {
-    CaptureId capture = 0;
-    bool recompute = false;
-    std::map<ModuleId, int> occurrences;           // recompute: computations seen so far
-    std::map<ModuleId, SymbolicMeta> before_pop;  // recompute: live meta before its first pop
-  };
-  // I3: an outermost user autocast or a recompute.
-  struct OwnershipScope {
-    bool recompute = false;
-    bool bit_at_entry = false;
-    std::vector<NodeId> owners;
-  };
-  struct Revival {  // F went false -> true inside a scope whose owners were these
-    std::vector<NodeId> owners;
-  };
-
-  void violate(spec::Invariant invariant, std::string reason);
-  ModuleState& module(ModuleId m);
-  bool bit() const { return machine_->ownership_available(); }
-
-  const statemachine::Machine* machine_ = nullptr;
-  int step_ = 0;
-  StepVerdict verdict_;
+  ObserverState<S> own_;
+  CheckedObservers observers_;
+  bool keep_steps_ = false;
+  Verdict verdict_;
+  ObserverContext<S> context_;
+  ForwardUpdates<S> forward_updates_;
+  BackwardPasses<S> backward_passes_;
+  OwnershipScopes<S> ownership_;
+  CheckpointNumerics<S> numerics_observer_;
+  StepEndChecks<S> step_end_checks_;
+  const NumericsState<S>* numerics_ = nullptr;
   std::vector<StepVerdict> verdicts_;
-  std::vector<ModuleState> modules_;
-
-  // I1; the grad mode the program set (its no_grad blocks), the one before each push
-  std::vector<bool> program_grad_ = {true};
-  bool in_exit_ = false;
-  bool exit_expects_update_ = false;
-  int exit_updates_ = 0;
-  // I2
-  bool in_pass_ = false;
-  int pass_fp8_backwards_ = 0;
-  int pass_updates_ = 0;
-  // I3
-  bool bit_before_event_ = false;
-  std::vector<OwnershipScope> scopes_;
-  std::vector<OwnershipScope> closed_scopes_;  // judged at step end, when liveness is known
-  std::vector<Revival> revivals_;
-  std::vector<bool> node_live_;  // index = NodeId
-  // I4 / I5
-  std::vector<Extent> extents_;
-  std::map<CaptureId, std::map<ModuleId, std::vector<std::uint64_t>>> original_seen_;
-  std::optional<CaptureId> installed_from_;
-  int fifo_length_ = 0;  // upstream: captured bits not yet installed by a recompute
-  // Stashes kept per checkpoint instance (fp8sm), and checkpoints the interpreter dropped.
-  std::map<CaptureId, std::vector<std::pair<ModuleId, SymbolicMeta>>> checkpoint_stash_;
-  std::set<CaptureId> dropped_;
 };
 
 }  // namespace fp8sm::explorer

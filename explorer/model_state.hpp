@@ -1,90 +1,112 @@
-// One state of the exhaustive search: a program prefix executed on the model, together with
-// the same prefix without its checkpoints (the reference of I8, carried only when I8 is
-// checked), and what the static rules of the language need to know (open blocks, tapes saved).
+// One state of the exhaustive search, as a flat value: a program prefix executed on the model
+// (the interpreter's state: machine, tape, checkpoint ledger, blocks, step), what the
+// observers of the invariants checked carry, the same for the prefix without its checkpoints
+// (the reference of I8, only when I8 is checked), and what the static rules of the language
+// need to know (open blocks, tapes saved, modules used).
+//
+// A ModelState is trivially copyable: a successor is a copy of its parent (of the parts the
+// search carries), a statement's few table events, a renaming of its ids by rank
+// (canonical_state.hpp) and a hash of its canonical bytes. It owns no memory and a successor
+// allocates none. The behaviour lives in a ModelRunner, one per thread, which binds the
+// interpreters and observers to whichever state it works on.
 //
 // A state carries what the invariants checked need and nothing else (carried_state): checking
-// I1 alone compares states on the model's own state, so states that differ only in what I1
-// never reads are one.
-//
-// A state is only ever observed between two statements. Copying one copies both runs (and
-// rebinds their observers), so a prefix is executed once and each extension costs one
-// statement.
+// I1 alone compares states on the model's own state and I1's observer, so states that differ
+// only in what I1 never reads are one.
 #pragma once
 
-#include <map>
-#include <memory>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "explorer/invariant_checker.hpp"
-#include "spec/scenario.hpp"
-#include "spec/scenario_transform.hpp"
-#include "spec/semantics.hpp"
+#include "explorer/verdict.hpp"
 #include "interpreter/interpreter.hpp"
+#include "spec/invariants.hpp"
+#include "spec/scenario.hpp"
+#include "spec/semantics.hpp"
 
 namespace fp8sm::explorer {
 
-// The violations one transition caused, with a reason for each.
-struct Verdict {
-  spec::InvariantSet violations;
-  std::map<spec::Invariant, std::string> reasons;
-  void merge(const StepVerdict& step);
-  void add(spec::Invariant invariant, const std::string& reason);
+using statemachine::FlatStorage;
+
+// One run of the program (or of its reference): the model and the observers' parts.
+struct RunState {
+  interpreter::InterpreterState<FlatStorage> model;
+  ObserverState<FlatStorage> observers;
 };
 
-class ModelState {
- public:
-  // `checks`: the invariants the search checks (empty: all). Verdicts of the others are not
-  // computed soundly (what they read may not be carried) and must be ignored.
-  explicit ModelState(spec::Semantics semantics, const spec::InvariantSet& checks = {});
-  ModelState(const ModelState& other);
-  // The same copy into this state's own storage, which allocates nothing once that storage is
-  // large enough: the search recycles one state per worker for every successor it tries.
-  ModelState& operator=(const ModelState& other);
+namespace capacity {
+FP8SM_CAPACITY(OpenBlocks, 24, "open blocks");
+}  // namespace capacity
 
-  // Executes one statement on both runs; the caller keeps to the language's static rules
-  // (see Alphabet). Returns what it violated.
-  Verdict apply(const spec::Statement& statement);
-  // What ending the program here (end of file) would violate; the state is unchanged.
-  Verdict end_here() const;
-  // The same verdict, computed on this state itself, which is left ended: for a caller that
-  // is done with the state, it saves the copy (a third of a successor's cost).
-  Verdict end_here_and_discard() { return finish_step(true); }
+// What the search knows of the program text beside its runs.
+struct ProgramFacts {
+  statemachine::BoundedVector<spec::Op, capacity::OpenBlocks::kCapacity, capacity::OpenBlocks> open;
+  bool tape_saved[driver::capacity::Tapes::kCapacity] = {};  // some `save` of it in the prefix
+  bool tape_freed[driver::capacity::Tapes::kCapacity] = {};  // backpropagated without retain since its last save
+  std::uint8_t modules_used = 0;  // module names are used in order L0, L1, ... (first use)
+  bool diverged = false;              // from the reference (spec::ReferenceDivergence): I8 no longer applies
+  bool reference_comparable = true;   // the runs have not parted on exceptions
 
-  // Static facts for the alphabet.
-  const std::vector<spec::Op>& open_blocks() const { return open_; }
   bool inside_checkpoint() const;
-  bool tape_saved(std::uint16_t tape) const { return tape < saved_.size() && saved_[tape]; }
-  int modules_used() const { return modules_used_; }
-
-  // Everything the future depends on, packed: equal encodings mean equal futures. With
-  // canonical ids, each run's ids are renamed by rank and entries of ids nothing refers to
-  // are left out (statemachine::Encoder), which keeps that promise and merges more states.
-  std::string encode(bool canonical_ids = true) const;
-  void encode(std::string& out, bool canonical_ids = true) const;  // appends
-
- private:
-  struct Run {
-    std::unique_ptr<InvariantChecker> checker;
-    std::unique_ptr<interpreter::Interpreter> interpreter;
-  };
-  static Run fresh_run(spec::Semantics semantics);
-  static Run copy_run(const Run& run);
-  static void assign_run(Run& to, const Run& from);
-  Verdict finish_step(bool end_of_file);
-
-  InvariantChecker::Carried carried_;
-  bool with_reference_ = true;  // I8 is checked
-  Run program_;
-  Run reference_;  // empty unless with_reference_
-  spec::ReferenceDivergence divergence_;  // once diverged, I8 no longer applies
-  bool reference_comparable_ = true;
-  std::vector<spec::Op> open_;  // opening statements of the open blocks; the reference skips checkpoints
-  std::vector<bool> saved_;  // per tape: some `save` of it appears in the prefix
-  int modules_used_ = 0;     // module names are used in order L0, L1, ... (first use)
 };
+
+struct ModelState {
+  ProgramFacts facts;
+  RunState program;
+  RunState reference;  // meaningful only when I8 is checked
+};
+static_assert(std::is_trivially_copyable_v<ModelState>, "a successor is a copy of its parent's bytes");
 
 // What a state carries when the search checks `checks` (empty: all), in words, for the report.
 std::vector<std::string> carried_state(const spec::InvariantSet& checks);
+
+class ModelRunner {
+ public:
+  // `checks`: the invariants the search checks (empty: all). Verdicts of the others are not
+  // computed (their observers do not run) and must be ignored.
+  ModelRunner(spec::Semantics semantics, const spec::InvariantSet& checks, bool canonical_ids);
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  // The empty program.
+  void initial(ModelState& state) const;
+  // Copies what the search carries of `from` (the parts of unchecked invariants are left).
+  void copy(ModelState& to, const ModelState& from) const;
+
+  // Executes one statement on both runs (the caller keeps to the language's static rules:
+  // see Alphabet) and renames the ids by rank. Returns what it violated (valid until the
+  // runner's next call).
+  const Verdict& apply(ModelState& state, const spec::Statement& statement);
+  // What ending the program here (end of file) would violate. Leaves `state` ended: for a
+  // state the caller is done with (copy first otherwise).
+  const Verdict& end_here(ModelState& state);
+
+  // A 64-bit hash of the canonical bytes; equal bytes mean equal futures.
+  std::uint64_t fingerprint(const ModelState& state) const;
+  // The canonical bytes themselves (tests).
+  std::string canonical_bytes(const ModelState& state) const;
+
+  bool with_reference() const { return with_reference_; }
+  const CheckedObservers& carried() const { return carried_; }
+
+ private:
+  void finish_step(ModelState& state, std::uint32_t program_step, std::uint32_t reference_step);
+  void bind(ModelState& state);
+
+  spec::Semantics semantics_;
+  CheckedObservers carried_;
+  bool with_reference_;
+  bool canonical_ids_;
+  ModelState scratch_;  // what the engines are bound to before the first state
+  Verdict verdict_;     // the program's, per statement
+  Verdict ignored_;     // the reference's own (only I8's comparison counts)
+  interpreter::FlatInterpreter program_;
+  InvariantChecker<FlatStorage> program_checker_;
+  interpreter::FlatInterpreter reference_;
+  InvariantChecker<FlatStorage> reference_checker_;
+};
 
 }  // namespace fp8sm::explorer

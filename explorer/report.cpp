@@ -82,7 +82,7 @@ void print_json(std::ostream& out, const ScenarioReport& report) {
     for (std::size_t e = 0; e < step.raised.size(); ++e) {
       if (e > 0) out << ", ";
       out << "{\"kind\": " << json_string(spec::name(step.raised[e].kind))
-          << ", \"message\": " << json_string(step.raised[e].message) << "}";
+          << ", \"message\": " << json_string(std::string(step.raised[e].message)) << "}";
     }
     out << "], \"violations\": [";
     bool first = true;

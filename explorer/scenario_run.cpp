@@ -17,8 +17,9 @@ struct Run {
 };
 
 Run run_checked(const spec::Program& program, spec::Semantics semantics) {
-  InvariantChecker checker;
+  InvariantChecker<statemachine::GrowableStorage> checker;
   interpreter::Interpreter interpreter(semantics, &checker);
+  checker.attach(interpreter.machine());
   interpreter.run(program);
   return Run{interpreter.steps(), checker.verdicts()};
 }
@@ -29,12 +30,12 @@ void judge_transparency(const spec::Program& program, Run& run, const Run& refer
   const std::size_t steps = std::min(run.steps.size(), reference.steps.size());
   for (std::size_t s = 0; s < steps; ++s) {
     StepVerdict& verdict = run.verdicts[s];
-    const TransparencyJudgement judgement =
-        explorer::judge_transparency(run.steps[s], verdict.numerics, reference.steps[s],
-                                     reference.verdicts[s].numerics, s < diverged.size() && diverged[s]);
-    if (!judgement.violation.empty()) {
+    const TransparencyJudgement judgement = explorer::judge_transparency(
+        outcome(run.steps[s]), outcome(reference.steps[s]),
+        same_numerics(verdict.numerics, reference.verdicts[s].numerics), s < diverged.size() && diverged[s]);
+    if (judgement.violation) {
       if (!verdict.violations.contains(spec::Invariant::I8)) {
-        verdict.first_reason[spec::Invariant::I8] = judgement.violation;
+        verdict.first_reason[spec::Invariant::I8] = describe(*judgement.violation);
       }
       verdict.violations.add(spec::Invariant::I8);
     }

@@ -22,13 +22,6 @@ namespace {
 
 constexpr std::size_t kWindowPerThread = 256;  // parents expanded ahead of the merge, per thread
 
-std::uint64_t fingerprint(const ModelState& state, bool canonical_ids) {
-  thread_local std::string bytes;  // reused: encoding is on the hot path
-  bytes.clear();
-  state.encode(bytes, canonical_ids);
-  return XXH3_64bits(bytes.data(), bytes.size());
-}
-
 std::uint64_t peak_memory_bytes() {
   std::ifstream status("/proc/self/status");
   std::string line;
@@ -39,23 +32,32 @@ std::uint64_t peak_memory_bytes() {
 }
 
 // What a worker found for one statement executed on one state, and for the blocks it may then
-// close for free: a chain of states, each the previous one plus a statement.
+// close for free: a chain of states, each the previous one plus a statement; the chain ends
+// at its top-level link. A link keeps which invariants were violated, not why: the search
+// needs a reason once per invariant, and gets it by replaying that transition (reason_of).
 struct Link {
-  Statement via;
   std::uint64_t fingerprint = 0;
-  Verdict verdict;              // of the statement
-  Verdict end_verdict;          // of ending the program there (top level only)
+  spec::InvariantSet violations;      // of the statement
+  spec::InvariantSet end_violations;  // of ending the program there (top level only)
+  std::uint8_t via = 0;               // pack_statement
   bool top_level = false;
 };
-using Chain = std::vector<Link>;
+// The chains of one parent, one after the other (reused from parent to parent).
+using Links = std::vector<Link>;
 
-// What one expanding thread reuses from parent to parent: the states are assigned to, not
-// built anew, so that a successor allocates (almost) nothing once they have grown.
+// What one expanding thread works with: its own runner (the interpreters and observers, bound
+// to whichever state it executes) and two flat states, the parent rebuilt from the root and
+// each successor in turn, copied from the parent; nothing is allocated per successor.
 struct Scratch {
-  explicit Scratch(const ModelState& root) : parent(root), child(root) {}
+  explicit Scratch(const SearchOptions& options)
+      : runner(options.semantics, options.checks, options.canonical_ids),
+        parent(std::make_unique<ModelState>()),
+        child(std::make_unique<ModelState>()) {}
+  ModelRunner runner;
   std::vector<Statement> alphabet;
-  ModelState parent;  // the parent being expanded, rebuilt from the root
-  ModelState child;   // each successor in turn
+  std::vector<Statement> path;
+  std::unique_ptr<ModelState> parent;
+  std::unique_ptr<ModelState> child;
 };
 
 class Search {
@@ -70,11 +72,14 @@ class Search {
   SearchResult run() {
     const auto start = std::chrono::steady_clock::now();
     // The root: the empty program, which may also end here.
-    root_.emplace(options_.semantics, options_.checks);
+    Scratch scratch(options_);
+    root_ = std::make_unique<ModelState>();
+    scratch.runner.initial(*root_);
     result_.carried = carried_state(options_.checks);
-    const std::uint64_t root_fp = fingerprint(*root_, options_.canonical_ids);
+    const std::uint64_t root_fp = scratch.runner.fingerprint(*root_);
     seen_.insert(root_fp);
-    record(root_->end_here(), 0, std::nullopt, root_fp, 0);
+    scratch.runner.copy(*scratch.child, *root_);
+    record(scratch.runner.end_here(*scratch.child).violations(), 0, std::nullopt, root_fp, 0);
     std::vector<std::uint32_t> layer = {0};
     LayerStats stats;
     for (int depth = 0;; ++depth) {
@@ -108,33 +113,34 @@ class Search {
  private:
   // The state stored at `index`, rebuilt into `state` from the root (`tree`: a view of tree_
   // taken before the merge began adding to it).
-  void rebuild(const SearchTree::View& tree, std::uint32_t index, ModelState& state) const {
-    state = *root_;
-    for (const Statement& s : tree.path(index)) state.apply(s);
+  void rebuild(const SearchTree::View& tree, std::uint32_t index, Scratch& scratch) const {
+    scratch.runner.copy(*scratch.parent, *root_);
+    tree.path(index, scratch.path);
+    for (const Statement& s : scratch.path) scratch.runner.apply(*scratch.parent, s);
   }
 
   // One statement on `parent`, then the blocks it leaves open closed one by one (closing is
   // free: all of these states belong to the next layer). Program ends are judged here, where
   // the state is at hand.
-  // `state` is the worker's own, recycled: assigning the parent to it reuses its storage.
-  Chain extend(const ModelState& parent, const Statement& s, ModelState& state) const {
-    Chain chain;
-    state = parent;
+  // The successor is the worker's own child state, copied from the parent.
+  void extend(const Statement& s, Scratch& scratch, Links& links) const {
+    ModelState& state = *scratch.child;
+    scratch.runner.copy(state, *scratch.parent);
     Statement via = s;
     for (;;) {
-      Link link;
-      link.via = via;
-      link.verdict = state.apply(via);
-      link.fingerprint = fingerprint(state, options_.canonical_ids);
-      const bool top_level = state.open_blocks().empty();
-      link.top_level = top_level;
+      links.emplace_back();
+      Link& link = links.back();
+      link.via = pack_statement(via);
+      link.violations = scratch.runner.apply(state, via).violations();
+      link.fingerprint = scratch.runner.fingerprint(state);
+      link.top_level = state.facts.open.empty();
       // A top-level state ends the chain, so the state is not needed after its end verdict.
-      if (top_level) link.end_verdict = state.end_here_and_discard();
-      chain.push_back(std::move(link));
-      if (top_level) break;
+      if (link.top_level) {
+        link.end_violations = scratch.runner.end_here(state).violations();
+        break;
+      }
       via = close_statement();
     }
-    return chain;
   }
 
   // Layer d+1 from layer d. Workers rebuild and extend parents in index order (each claims the
@@ -147,7 +153,7 @@ class Search {
     const int threads = std::max(1, options_.threads);
     const std::size_t n = layer.size();
     const std::size_t window = kWindowPerThread * static_cast<std::size_t>(threads);
-    std::vector<std::vector<Chain>> produced(window);
+    std::vector<Links> produced(window);
     std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[window]);
     for (std::size_t i = 0; i < window; ++i) ready[i].store(false, std::memory_order_relaxed);
     std::atomic<std::size_t> cursor{0};  // the next parent to claim
@@ -160,28 +166,27 @@ class Search {
       std::size_t i = cursor.load(std::memory_order_relaxed);
       if (i >= n || i >= merged.load(std::memory_order_acquire) + window) return false;
       if (!cursor.compare_exchange_weak(i, i + 1, std::memory_order_relaxed)) return true;  // lost the race: retry
-      rebuild(tree, layer[i], scratch.parent);
-      next_statements(scratch.parent, options_.alphabet, scratch.alphabet);
-      std::vector<Chain>& out = produced[i % window];
-      out.reserve(scratch.alphabet.size());
-      for (const Statement& s : scratch.alphabet) out.push_back(extend(scratch.parent, s, scratch.child));
+      rebuild(tree, layer[i], scratch);
+      next_statements(scratch.parent->facts, options_.alphabet, scratch.alphabet);
+      Links& out = produced[i % window];
+      for (const Statement& s : scratch.alphabet) extend(s, scratch, out);
       ready[i % window].store(true, std::memory_order_release);
       return true;
     };
     auto worker = [&] {
-      Scratch scratch(*root_);
+      Scratch scratch(options_);
       while (!stop.load(std::memory_order_relaxed) && cursor.load(std::memory_order_relaxed) < n) {
         if (!expand_one(scratch)) std::this_thread::yield();  // the window is full: the merge is behind
       }
     };
     std::vector<std::thread> pool;
     for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    Scratch scratch(*root_);
+    Scratch scratch(options_);
     for (std::size_t m = 0; m < n && stopped_ == StopReason::None;) {
       if (ready[m % window].load(std::memory_order_acquire)) {
-        std::vector<Chain>& chains = produced[m % window];
-        for (const Chain& chain : chains) merge(chain, layer[m], depth + 1, next, stats);
-        chains.clear();
+        Links& links = produced[m % window];
+        merge(links, layer[m], depth + 1, next, stats);
+        links.clear();
         ready[m % window].store(false, std::memory_order_relaxed);
         merged.store(++m, std::memory_order_release);
       } else if (!expand_one(scratch)) {
@@ -193,25 +198,40 @@ class Search {
     return next;
   }
 
-  // Records the chain's verdicts and stores its new states. A state seen before had its own
-  // closing chain stored when first seen, so the rest of this chain adds nothing.
-  void merge(const Chain& chain, std::uint32_t parent, int length, std::vector<std::uint32_t>& next,
+  // Records the chains' verdicts and stores their new states. A state seen before had its own
+  // closing chain stored when first seen, so the rest of its chain adds nothing.
+  void merge(const Links& links, std::uint32_t parent, int length, std::vector<std::uint32_t>& next,
              LayerStats& stats) {
-    for (const Link& link : chain) {
+    std::uint32_t from = parent;  // the state the link's statement runs on
+    bool skipping = false;        // the rest of a chain whose state was seen before
+    for (const Link& link : links) {
       if (stopped_ != StopReason::None) return;  // nothing after the stop counts, whatever the thread count
-      ++stats.transitions;
-      record(link.verdict, parent, link.via, link.fingerprint, length);
-      // Under a memory budget a new state is looked up first: storing it may not fit.
-      if (options_.max_memory != 0 && !seen_.contains(link.fingerprint) && over_memory_budget()) {
-        stopped_ = StopReason::MaxMemory;
-        return;
+      if (!skipping) merge_link(link, from, length, next, stats, skipping);
+      if (link.top_level) {  // the chain ends: the next one starts from the parent again
+        from = parent;
+        skipping = false;
       }
-      if (!seen_.insert(link.fingerprint)) return;
-      parent = tree_.add(parent, link.via);
-      next.push_back(parent);
-      if (link.top_level) record(link.end_verdict, parent, std::nullopt, link.fingerprint, length);
-      if (options_.max_states != 0 && tree_.size() >= options_.max_states) stopped_ = StopReason::MaxStates;
     }
+  }
+
+  void merge_link(const Link& link, std::uint32_t& from, int length, std::vector<std::uint32_t>& next,
+                  LayerStats& stats, bool& skipping) {
+    ++stats.transitions;
+    const Statement via = unpack_statement(link.via);
+    record(link.violations, from, via, link.fingerprint, length);
+    // Under a memory budget a new state is looked up first: storing it may not fit.
+    if (options_.max_memory != 0 && !seen_.contains(link.fingerprint) && over_memory_budget()) {
+      stopped_ = StopReason::MaxMemory;
+      return;
+    }
+    if (!seen_.insert(link.fingerprint)) {
+      skipping = true;
+      return;
+    }
+    from = tree_.add(from, via);
+    next.push_back(from);
+    if (link.top_level) record(link.end_violations, from, std::nullopt, link.fingerprint, length);
+    if (options_.max_states != 0 && tree_.size() >= options_.max_states) stopped_ = StopReason::MaxStates;
   }
 
   // Whether storing one more state would take the table (while it grows, old and new copy
@@ -225,19 +245,31 @@ class Search {
 
   // A transition (parent + statement) or a program end (parent, no statement) violated
   // something: count the state it leads to, and keep the first program as the counterexample.
-  void record(const Verdict& verdict, std::uint32_t parent, std::optional<Statement> via, std::uint64_t target,
-              int length) {
+  void record(spec::InvariantSet violations, std::uint32_t parent, std::optional<Statement> via,
+              std::uint64_t target, int length) {
+    if (violations.empty()) return;
     for (spec::Invariant i : spec::kAllInvariants) {
-      if (!verdict.violations.contains(i) || !checks_.contains(i)) continue;
+      if (!violations.contains(i) || !checks_.contains(i)) continue;
       violating_.try_emplace(i, 16).first->second.insert(target);
       if (first_.count(i) != 0) continue;
       Counterexample example;
       example.invariant = i;
       example.length = length;
-      example.reason = verdict.reasons.at(i);
+      example.reason = reason_of(parent, via, i);
       example.program = program_of(path_to(parent, via), options_.alphabet);
       first_.emplace(i, std::move(example));
     }
+  }
+
+  // Why the transition (or program end) violated `invariant`: the transition replayed on a
+  // state rebuilt from the root (deterministic: the same verdict as the worker's).
+  std::string reason_of(std::uint32_t parent, const std::optional<Statement>& via, spec::Invariant invariant) {
+    if (!replay_) replay_ = std::make_unique<Scratch>(options_);
+    Scratch& scratch = *replay_;
+    rebuild(tree_.view(), parent, scratch);
+    ModelState& state = *scratch.parent;
+    const Verdict verdict = via ? scratch.runner.apply(state, *via) : scratch.runner.end_here(state);
+    return verdict.reason(invariant);
   }
 
   // The statements from the root to `parent`, then `via`, then closes for the open blocks.
@@ -263,7 +295,8 @@ class Search {
 
   SearchOptions options_;
   ProgressCallback progress_;
-  std::optional<ModelState> root_;  // the empty program
+  std::unique_ptr<ModelState> root_;  // the empty program
+  std::unique_ptr<Scratch> replay_;    // for the reasons of counterexamples
   spec::InvariantSet checks_;
   SearchTree tree_;
   FingerprintSet seen_;

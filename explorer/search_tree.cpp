@@ -80,11 +80,16 @@ SearchTree::View SearchTree::view() const {
 
 std::vector<spec::Statement> SearchTree::View::path(std::uint32_t index) const {
   std::vector<spec::Statement> statements;
+  path(index, statements);
+  return statements;
+}
+
+void SearchTree::View::path(std::uint32_t index, std::vector<spec::Statement>& statements) const {
+  statements.clear();
   for (std::uint32_t at = index; at != 0; at = parents_[at / kChunk][at % kChunk]) {
     statements.push_back(unpack_statement(vias_[at / kChunk][at % kChunk]));
   }
   std::reverse(statements.begin(), statements.end());
-  return statements;
 }
 
 // Only counterexamples walk the tree itself (once per invariant); the search rebuilds through views.

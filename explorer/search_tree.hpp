@@ -47,6 +47,7 @@ class SearchTree {
   class View {
    public:
     std::vector<spec::Statement> path(std::uint32_t index) const;
+    void path(std::uint32_t index, std::vector<spec::Statement>& statements) const;  // into `statements`
 
    private:
     friend class SearchTree;

@@ -18,8 +18,9 @@ inline std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finaliser
 struct SymbolicMeta {
   std::uint64_t history = 0;  // the amax history's older rows and the scale derived from them
   std::uint64_t current = 0;  // row 0: the casts since the last update (0 = no cast)
-  bool current_from_recompute = false;  // some amax in row 0 came from a recompute
-  int current_oldest_step = -1;         // the step of the oldest amax in row 0
+  std::int32_t current_oldest_step = -1;  // the step of the oldest amax in row 0
+  bool current_from_recompute = false;    // some amax in row 0 came from a recompute
+  std::uint8_t unused[3] = {0, 0, 0};     // no padding: flat states are hashed as bytes
 
   // A cast accumulates its amax into row 0 (max is idempotent and commutative: so is OR).
   void accumulate(std::uint64_t amax_tag, bool recompute, int step) {

@@ -6,23 +6,25 @@ namespace fp8sm::explorer {
 
 namespace {
 
-bool only_user_exceptions(const spec::StepResult& r) {
-  return std::all_of(r.raised.begin(), r.raised.end(),
+bool only_user_exceptions(const StepOutcome& r) {
+  return std::all_of(r.raised, r.raised + r.raised_count,
                      [](const spec::RaisedException& e) { return e.kind == spec::ExceptionKind::UserError; });
 }
 
-// Modules the reference never touched compare as untouched.
-bool same_numerics(std::vector<ModuleNumerics> a, std::vector<ModuleNumerics> b) {
-  const std::size_t n = std::max(a.size(), b.size());
-  a.resize(n);
-  b.resize(n);
-  return a == b;
+bool same_raised(const StepOutcome& a, const StepOutcome& b) {
+  return a.raised_count == b.raised_count && std::equal(a.raised, a.raised + a.raised_count, b.raised);
+}
+
+Violation i8(Reason reason) {
+  Violation v;
+  v.invariant = spec::Invariant::I8;
+  v.reason = reason;
+  return v;
 }
 
 }  // namespace
 
-TransparencyJudgement judge_transparency(const spec::StepResult& got, const std::vector<ModuleNumerics>& got_numerics,
-                                         const spec::StepResult& want, const std::vector<ModuleNumerics>& want_numerics,
+TransparencyJudgement judge_transparency(const StepOutcome& got, const StepOutcome& want, bool numerics_equal,
                                          bool diverged) {
   TransparencyJudgement judgement;
   if (diverged) {
@@ -31,17 +33,20 @@ TransparencyJudgement judge_transparency(const spec::StepResult& got, const std:
     judgement.later_steps_comparable = false;
     return judgement;
   }
-  if (got.raised != want.raised) {
+  if (!same_raised(got, want)) {
     // The runs diverge here: later steps start from different states.
     judgement.later_steps_comparable = false;
     if (only_user_exceptions(got) && only_user_exceptions(want)) return judgement;
-    judgement.violation = "raises where the program without checkpoints does not (or the reverse)";
+    judgement.violation = i8(Reason::TransparencyRaises);
   } else if (got.forward_updates != want.forward_updates || got.backward_updates != want.backward_updates) {
-    judgement.violation = "counts " + std::to_string(got.forward_updates) + "/" + std::to_string(got.backward_updates) +
-                          " where the program without checkpoints gives " + std::to_string(want.forward_updates) +
-                          "/" + std::to_string(want.backward_updates);
-  } else if (!same_numerics(got_numerics, want_numerics)) {
-    judgement.violation = "amax histories or scales differ from the program without checkpoints";
+    Violation v = i8(Reason::TransparencyCounts);
+    v.a = static_cast<std::uint16_t>(got.forward_updates);
+    v.b = static_cast<std::uint16_t>(got.backward_updates);
+    v.c = static_cast<std::uint16_t>(want.forward_updates);
+    v.d = static_cast<std::uint16_t>(want.backward_updates);
+    judgement.violation = v;
+  } else if (!numerics_equal) {
+    judgement.violation = i8(Reason::TransparencyNumerics);
   }
   return judgement;
 }

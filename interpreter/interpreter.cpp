@@ -1,6 +1,6 @@
 // Statements, blocks, `try`, exceptions and steps: the program's control flow. What each
-// operation fires into the table is the driver's (driver/driver.hpp); the packing of the state
-// for the explorer is interpreter_encoding.cpp.
+// operation fires into the table is the driver's (driver/driver.hpp). Compiled for both
+// storages (the end of this file).
 #include "interpreter/interpreter.hpp"
 
 #include <limits>
@@ -12,85 +12,89 @@ namespace fp8sm::interpreter {
 using spec::Op;
 using spec::RaisedException;
 using spec::Statement;
+using statemachine::to_id;
 
 namespace {
 
-ModelException user_exception(const char* statement) {
-  return ModelException{RaisedException{spec::ExceptionKind::UserError, std::string("raised by '") + statement + "'"}};
+ModelException user_exception(const char* message) {
+  return ModelException{RaisedException{spec::ExceptionKind::UserError, message}};
 }
+
+LoggedStatement logged(const Statement& s) { return LoggedStatement{s.op, s.retain, s.name}; }
 
 }  // namespace
 
-Interpreter::Interpreter(spec::Semantics semantics, Observer* observer)
-    : observer_(observer != nullptr ? observer : &silent_),
-      machine_(semantics, this),
-      driver_(machine_, *this, *observer_) {
-  observer_->attach(machine_);
+spec::StepResult StepTally::result() const {
+  spec::StepResult r;
+  r.forward_updates = static_cast<int>(forward_updates);
+  r.backward_updates = static_cast<int>(backward_updates);
+  r.raised.assign(raised.begin(), raised.end());
+  return r;
 }
 
-Interpreter::Interpreter(const Interpreter& other, Observer* observer)
-    : observer_(observer != nullptr ? observer : &silent_),
-      machine_(other.machine_),
-      driver_(other.driver_, machine_, *this, *observer_),
-      log_(other.log_),
-      scopes_(other.scopes_),
-      base_(other.base_),
-      skip_(other.skip_),
-      step_(other.step_),
-      step_started_(other.step_started_),
-      current_(other.current_),
-      steps_(other.steps_) {
-  // Only ever copied between statements, when no recompute runs.
-  machine_.set_hooks(this);
-  observer_->attach(machine_);
+template <class S>
+typename BasicInterpreter<S>::State BasicInterpreter<S>::initial_state(spec::Semantics semantics) {
+  State state;
+  state.machine = statemachine::BasicMachine<S>::initial_state(semantics);
+  return state;
 }
 
-void Interpreter::assign(const Interpreter& other) {
-  if (this == &other) return;
-  machine_ = other.machine_;
-  machine_.set_hooks(this);
-  driver_.assign(other.driver_);
-  log_ = other.log_;
-  scopes_ = other.scopes_;
-  base_ = other.base_;
-  skip_ = other.skip_;
-  step_ = other.step_;
-  step_started_ = other.step_started_;
-  current_ = other.current_;
-  steps_ = other.steps_;
-  observer_->attach(machine_);
+template <class S>
+BasicInterpreter<S>::BasicInterpreter(spec::Semantics semantics, Observer* observer)
+    : own_(initial_state(semantics)),
+      state_(&own_),
+      observer_(observer != nullptr ? observer : &silent_),
+      machine_(own_.machine, this),
+      driver_(machine_, *this, *observer_, own_.driver) {}
+
+template <class S>
+BasicInterpreter<S>::BasicInterpreter(State& state, Observer* observer)
+    : state_(&state),
+      observer_(observer != nullptr ? observer : &silent_),
+      machine_(state.machine, this),
+      driver_(machine_, *this, *observer_, state.driver) {}
+
+template <class S>
+void BasicInterpreter<S>::bind(State& state) {
+  state_ = &state;
+  machine_.bind(state.machine);
+  driver_.bind(state.driver);
 }
 
-void Interpreter::run(const spec::Program& program) {
+template <class S>
+void BasicInterpreter<S>::run(const spec::Program& program) {
   for (const Statement& s : program.statements) feed(s);
   end_of_file();
 }
 
 // ---- feeding statements -----------------------------------------------------------------
 
-void Interpreter::feed(const Statement& s) {
+template <class S>
+void BasicInterpreter<S>::feed(const Statement& s) {
   if (s.op == Op::Step) {
     end_step();
     return;
   }
-  if (log_.size() >= std::numeric_limits<std::uint32_t>::max()) {
-    throw std::length_error("Interpreter: more than 2^32 - 1 statements");
+  if (state_->log.size() >= std::numeric_limits<Id>::max() - 1u) {
+    throw statemachine::CapacityError("the program needs more than " +
+                                      std::to_string(std::numeric_limits<Id>::max() - 1u) + " statements");
   }
-  const auto at = static_cast<std::uint32_t>(log_.size());
-  log_.push_back(s);
+  const std::size_t at = state_->log.size();
+  state_->log.push_back(logged(s));
   run_statement(at);
 }
 
 // One statement of the log, fed at top level or replayed by a recompute. A checkpoint's body
 // is its statements as written, the skipped ones too: a recompute may take a path the
 // original forward did not (raise original / raise recompute).
-void Interpreter::run_statement(std::uint32_t at) {
-  const Statement& s = log_[at];
-  if (!step_started_) {
-    step_started_ = true;
-    observer_->step_begin(step_);
+template <class S>
+void BasicInterpreter<S>::run_statement(std::size_t at) {
+  const LoggedStatement s = state_->log[at];
+  if (!state_->step_started) {
+    state_->step_started = true;
+    observer_->step_begin(state_->step);
   }
-  if (skip_.active) {
+  if (state_->skip.active) {
     skip(s);
     return;
   }
@@ -106,43 +110,48 @@ void Interpreter::run_statement(std::uint32_t at) {
       unwind(e, at);
     }
   }
-  if (driver_.recompute_depth() == 0 && scopes_.empty()) observer_->top_level_statement_done();
+  if (at_top_level()) observer_->top_level_statement_done();
 }
 
-void Interpreter::end_of_file() {
-  if (step_started_) end_step();
+template <class S>
+void BasicInterpreter<S>::end_of_file() {
+  if (state_->step_started) end_step();
 }
 
-void Interpreter::skip(const Statement& s) {
+template <class S>
+void BasicInterpreter<S>::skip(const LoggedStatement& s) {
+  Skip& skip = state_->skip;
   if (spec::opens_block(s.op)) {
-    ++skip_.depth;
+    ++skip.depth;
   } else if (s.op == Op::Close) {
-    if (skip_.depth > 0) {
-      --skip_.depth;
-    } else if (!skip_.until_step) {
+    if (skip.depth > 0) {
+      --skip.depth;
+    } else if (!skip.until_step) {
       // The close of the `try` that caught the exception.
-      scopes_.pop_back();
-      skip_ = Skip{};
-      if (driver_.recompute_depth() == 0 && scopes_.empty()) observer_->top_level_statement_done();
+      state_->scopes.pop_back();
+      skip = Skip{};
+      if (at_top_level()) observer_->top_level_statement_done();
     }
   }
 }
 
-// The statement the exception of `s` names, if `s` raises when run now.
-const char* Interpreter::raises_here(const Statement& s) const {
+// The message of the exception `s` raises when run now (naming the statement), if it does.
+template <class S>
+const char* BasicInterpreter<S>::raises_here(const LoggedStatement& s) const {
   switch (s.op) {
     case Op::RaiseAlways:
-      return "raise always";
+      return "raised by 'raise always'";
     case Op::RaiseOriginal:
-      return driver_.recompute_depth() == 0 ? "raise original" : nullptr;
+      return driver_.recompute_depth() == 0 ? "raised by 'raise original'" : nullptr;
     case Op::RaiseRecompute:
-      return driver_.recompute_depth() > 0 ? "raise recompute" : nullptr;
+      return driver_.recompute_depth() > 0 ? "raised by 'raise recompute'" : nullptr;
     default:
       return nullptr;
   }
 }
 
-void Interpreter::execute(const Statement& s, std::uint32_t at) {
+template <class S>
+void BasicInterpreter<S>::execute(const LoggedStatement& s, std::size_t at) {
   switch (s.op) {
     case Op::AutocastOn:
     case Op::AutocastOff:
@@ -180,10 +189,11 @@ void Interpreter::execute(const Statement& s, std::uint32_t at) {
 
 // ---- blocks -------------------------------------------------------------------------------
 
-void Interpreter::open_scope(const Statement& s, std::uint32_t at) {
+template <class S>
+void BasicInterpreter<S>::open_scope(const LoggedStatement& s, std::size_t at) {
   Scope scope;
   scope.op = s.op;
-  scope.body_begin = at + 1;
+  scope.body_begin = to_id<S>(at + 1);
   switch (s.op) {
     case Op::AutocastOn:
     case Op::AutocastOff:
@@ -202,18 +212,20 @@ void Interpreter::open_scope(const Statement& s, std::uint32_t at) {
     default:
       return;
   }
-  scopes_.push_back(scope);
+  state_->scopes.push_back(scope);
 }
 
-void Interpreter::close_scope(std::uint32_t at) {
-  Scope scope = scopes_.back();
-  scopes_.pop_back();
+template <class S>
+void BasicInterpreter<S>::close_scope(std::size_t at) {
+  Scope scope = state_->scopes.back();
+  state_->scopes.pop_back();
   exit_scope(scope, false, at);
 }
 
 // Leaving a block, normally or while an exception unwinds through it (Python `with` rules:
 // every exit runs and sees the exception; none swallows it). Its body ends before `body_end`.
-void Interpreter::exit_scope(Scope& scope, bool exceptional, std::uint32_t body_end) {
+template <class S>
+void BasicInterpreter<S>::exit_scope(Scope& scope, bool exceptional, std::size_t body_end) {
   switch (scope.op) {
     case Op::AutocastOn:
     case Op::AutocastOff:
@@ -224,7 +236,7 @@ void Interpreter::exit_scope(Scope& scope, bool exceptional, std::uint32_t body_
       break;
     case Op::CheckpointReentrant:
     case Op::CheckpointNonReentrant:
-      driver_.checkpoint_end(scope.call, exceptional, Body{scope.body_begin, body_end});
+      driver_.checkpoint_end(scope.call, exceptional, Body<S>{scope.body_begin, to_id<S>(body_end)});
       break;
     default:
       break;
@@ -234,87 +246,109 @@ void Interpreter::exit_scope(Scope& scope, bool exceptional, std::uint32_t body_
 // An exception raised by the statement at `at`: every block of the current context exits,
 // innermost first, until a `try` catches it. Uncaught at top level it ends the step; uncaught
 // in a replayed body it propagates out of the recompute.
-void Interpreter::unwind(const ModelException& e, std::uint32_t at) {
-  int unwound = 0;  // blocks exited here: their closing braces are still to come
-  while (scopes_.size() > base_) {
-    Scope& scope = scopes_.back();
+template <class S>
+void BasicInterpreter<S>::unwind(const ModelException& e, std::size_t at) {
+  std::uint16_t unwound = 0;  // blocks exited here: their closing braces are still to come
+  while (state_->scopes.size() > state_->base) {
+    Scope& scope = state_->scopes.back();
     if (scope.op == Op::Try) {
       driver_.discard_since(scope.mark);  // what the try body recorded is never backpropagated
-      skip_ = Skip{true, false, unwound};
+      state_->skip = Skip{true, false, unwound};
       return;
     }
     Scope popped = scope;
-    scopes_.pop_back();
+    state_->scopes.pop_back();
     exit_scope(popped, true, at + 1);
     ++unwound;
   }
   if (driver_.recompute_depth() > 0) throw e;
-  current_.raised.push_back(e.raised);
+  state_->current.raised.push_back(e.raised);
   observer_->exception_escaped(e.raised);
   // The step's backward is skipped: what the step recorded (and did not save) is never
   // backpropagated.
   driver_.abandon_step_graph();
-  skip_ = Skip{true, true, 0};
+  state_->skip = Skip{true, true, 0};
 }
 
-void Interpreter::end_step() {
-  if (!step_started_) observer_->step_begin(step_);
+template <class S>
+void BasicInterpreter<S>::end_step() {
+  if (!state_->step_started) observer_->step_begin(state_->step);
   driver_.end_step();  // the step's graph goes; saved tapes stay
-  observer_->step_end(step_);
-  steps_.push_back(std::move(current_));
-  current_ = spec::StepResult{};
-  skip_ = Skip{};
-  scopes_.clear();  // already empty: `step` stands outside every block
-  ++step_;
-  step_started_ = false;
+  observer_->step_end(state_->step);
+  last_step_ = state_->current;
+  if (keep_steps_) steps_.push_back(last_step_.result());
+  state_->current = StepTally{};
+  state_->skip = Skip{};
+  state_->scopes.clear();  // already empty: `step` stands outside every block
+  ++state_->step;
+  state_->step_started = false;
 }
 
 // ---- the driver's host --------------------------------------------------------------------------
 
-void Interpreter::raise(const spec::AnyEvent* /*event*/, spec::RaisedException raised) {
-  throw ModelException{std::move(raised)};
+template <class S>
+void BasicInterpreter<S>::raise(const spec::AnyEvent* /*event*/, spec::RaisedException raised) {
+  throw ModelException{raised};
 }
 
 // Runs a checkpoint's body again as its own context: an exception no `try` of the body
 // catches leaves the replay (and the driver's recompute, which exits its scopes).
-void Interpreter::run_body(const Body& body) {
-  const std::size_t outer_base = base_;
-  base_ = scopes_.size();
+template <class S>
+void BasicInterpreter<S>::run_body(const Body<S>& body) {
+  const Id outer_base = state_->base;
+  state_->base = to_id<S>(state_->scopes.size());
   try {
-    for (std::uint32_t at = body.begin; at < body.end; ++at) run_statement(at);
+    for (std::size_t at = body.begin; at < body.end; ++at) run_statement(at);
   } catch (...) {
-    base_ = outer_base;
+    state_->base = outer_base;
     throw;
   }
-  base_ = outer_base;
+  state_->base = outer_base;
 }
 
 // ---- hooks ------------------------------------------------------------------------------------
 
-void Interpreter::forward_update() {
-  ++current_.forward_updates;
+template <class S>
+void BasicInterpreter<S>::forward_update() {
+  ++state_->current.forward_updates;
   observer_->forward_update();
 }
-void Interpreter::backward_update() {
-  ++current_.backward_updates;
+template <class S>
+void BasicInterpreter<S>::backward_update() {
+  ++state_->current.backward_updates;
   observer_->backward_update();
 }
-void Interpreter::discard_forward_amax() { observer_->discard_forward_amax(); }
-void Interpreter::registered(ModuleId m) { observer_->registered(m); }
-void Interpreter::stash(ModuleId m) { observer_->stash(m); }
-void Interpreter::save_for_restore(ModuleId m) { observer_->save_for_restore(m); }
-void Interpreter::pop_stash(ModuleId m) { observer_->pop_stash(m); }
-void Interpreter::restore(ModuleId m) { observer_->restore(m); }
-void Interpreter::stash_for(ModuleId m, CaptureId c) { observer_->stash_for(m, c); }
-void Interpreter::replay_stash(ModuleId m, CaptureId c, unsigned occurrence) {
+template <class S>
+void BasicInterpreter<S>::discard_forward_amax() { observer_->discard_forward_amax(); }
+template <class S>
+void BasicInterpreter<S>::registered(ModuleId m) { observer_->registered(m); }
+template <class S>
+void BasicInterpreter<S>::stash(ModuleId m) { observer_->stash(m); }
+template <class S>
+void BasicInterpreter<S>::save_for_restore(ModuleId m) { observer_->save_for_restore(m); }
+template <class S>
+void BasicInterpreter<S>::pop_stash(ModuleId m) { observer_->pop_stash(m); }
+template <class S>
+void BasicInterpreter<S>::restore(ModuleId m) { observer_->restore(m); }
+template <class S>
+void BasicInterpreter<S>::stash_for(ModuleId m, CaptureId c) { observer_->stash_for(m, c); }
+template <class S>
+void BasicInterpreter<S>::replay_stash(ModuleId m, CaptureId c, unsigned occurrence) {
   observer_->replay_stash(m, c, occurrence);
 }
-void Interpreter::release_stash(CaptureId c) { observer_->release_stash(c); }
-void Interpreter::claimed(ModuleId m, bool owner) {
+template <class S>
+void BasicInterpreter<S>::release_stash(CaptureId c) { observer_->release_stash(c); }
+template <class S>
+void BasicInterpreter<S>::claimed(ModuleId m, bool owner) {
   driver_.claimed(owner);
   observer_->claimed(m, owner);
 }
-void Interpreter::ownership_captured(CaptureId c) { observer_->ownership_captured(c); }
-void Interpreter::ownership_installed(CaptureId c) { observer_->ownership_installed(c); }
+template <class S>
+void BasicInterpreter<S>::ownership_captured(CaptureId c) { observer_->ownership_captured(c); }
+template <class S>
+void BasicInterpreter<S>::ownership_installed(CaptureId c) { observer_->ownership_installed(c); }
+
+template class BasicInterpreter<statemachine::GrowableStorage>;
+template class BasicInterpreter<statemachine::FlatStorage>;
 
 }  // namespace fp8sm::interpreter

@@ -6,6 +6,12 @@
 // a log, and a checkpoint's body is the slice of it that its recompute replays. Every
 // statement costs time independent of how deep it is nested (the work of recomputes aside,
 // which is the program's own).
+//
+// What the interpreter keeps between statements is an InterpreterState: the machine's state,
+// the driver's tape and ledger, the log, the open blocks and the step. It is plain data over
+// a storage (statemachine/storage.hpp): an Interpreter owns a growable one; the exhaustive
+// search keeps flat ones inside its state values and binds a FlatInterpreter to the one it
+// expands.
 #pragma once
 
 #include <optional>
@@ -18,54 +24,116 @@
 #include "spec/semantics.hpp"
 #include "spec/step_result.hpp"
 #include "driver/driver.hpp"
-#include "statemachine/encoder.hpp"
 #include "statemachine/machine.hpp"
 #include "statemachine/observer.hpp"
+#include "statemachine/storage.hpp"
 
 namespace fp8sm::interpreter {
 
 using statemachine::CaptureId;
-using statemachine::Machine;
 using statemachine::ModuleId;
 using statemachine::Observer;
 
-class Interpreter;
+template <class S>
+class BasicInterpreter;
 
 // A checkpoint's body: the statements [begin, end) of the interpreter's statement log (every
 // statement fed to it, in order). A slice, not a copy, so that nested checkpoints cost no
 // more than the statements they hold.
+template <class S>
 struct Body {
-  std::uint32_t begin = 0;
-  std::uint32_t end = 0;
+  typename S::Id begin = 0;
+  typename S::Id end = 0;
 };
 
 // The interpreter as the driver's host: a node keeps nothing (there are no tensors), a body is
 // a slice of the log.
+template <class S>
 struct ModelTraits {
-  using Host = Interpreter;
+  using Storage = S;
+  using Host = BasicInterpreter<S>;
   struct NodePayload {};
-  using Body = interpreter::Body;
+  using Body = interpreter::Body<S>;
 };
-using ModelDriver = driver::Driver<ModelTraits>;
+template <class S>
+using ModelDriver = driver::Driver<ModelTraits<S>>;
+
+// A statement as the log keeps it (no source position).
+struct LoggedStatement {
+  spec::Op op = spec::Op::Step;
+  bool retain = false;
+  std::uint16_t name = 0;
+};
+
+namespace capacity {
+FP8SM_CAPACITY(Log, 24, "statements");
+FP8SM_CAPACITY(Scopes, 24, "open blocks");
+FP8SM_CAPACITY(Raised, 2, "exceptions escaping one step");
+}  // namespace capacity
+
+// A step's counts so far and the exceptions that escaped it (spec::StepResult without the
+// violations, which are the observers').
+struct StepTally {
+  std::uint32_t forward_updates = 0;
+  std::uint32_t backward_updates = 0;
+  statemachine::BoundedVector<spec::RaisedException, capacity::Raised::kCapacity, capacity::Raised> raised;
+  spec::StepResult result() const;
+};
+
+template <class S>
+struct InterpreterState {
+  using Id = typename S::Id;
+  template <class T, class Tag>
+  using List = typename S::template List<T, Tag>;
+
+  struct Scope {
+    spec::Op op = spec::Op::Try;
+    Id body_begin = 0;            // checkpoints: the first statement of its body in the log
+    driver::CheckpointCall<S> call;  // checkpoints
+    driver::TapeMark<S> mark;     // try: what its body records is discarded if it catches
+  };
+  struct Skip {
+    bool active = false;
+    bool until_step = false;  // an uncaught exception: skip the rest of the step
+    std::uint16_t depth = 0;  // blocks opened while skipping
+  };
+
+  statemachine::MachineState<S> machine;
+  driver::DriverState<ModelTraits<S>> driver;
+  // Every statement fed, in order: checkpoint bodies are slices of it, and a recompute
+  // replays its slice (it never grows during a replay).
+  List<LoggedStatement, capacity::Log> log;
+  List<Scope, capacity::Scopes> scopes;
+  Id base = 0;  // scopes below belong to the context a replay interrupted
+  Skip skip;
+  std::uint32_t step = 0;
+  bool step_started = false;
+  StepTally current;
+};
 
 // An exception of the modelled program, in flight.
 struct ModelException {
   spec::RaisedException raised;
 };
 
-class Interpreter : private statemachine::Hooks {
+template <class S>
+class BasicInterpreter : private statemachine::Hooks {
  public:
-  // `observer` (may be nullptr) must outlive the interpreter.
-  Interpreter(spec::Semantics semantics, Observer* observer);
-  // A copy of `other` between two statements, reporting to `observer` (a copy of other's
-  // observer, which this constructor attaches to the new machine, or nullptr).
-  Interpreter(const Interpreter& other, Observer* observer);
-  Interpreter(const Interpreter&) = delete;
-  Interpreter& operator=(const Interpreter&) = delete;
-  // Becomes a copy of `other` between two statements, still reporting to its own observer
-  // (which the caller has made a copy of other's) and keeping its storage where it is large
-  // enough: the explorer recycles states instead of allocating each successor anew.
-  void assign(const Interpreter& other);
+  using State = InterpreterState<S>;
+
+  static State initial_state(spec::Semantics semantics);
+
+  // An interpreter owning a fresh state. `observer` (may be nullptr) must outlive it.
+  BasicInterpreter(spec::Semantics semantics, Observer* observer);
+  // An interpreter bound to `state` (see bind()).
+  BasicInterpreter(State& state, Observer* observer);
+  BasicInterpreter(const BasicInterpreter&) = delete;
+  BasicInterpreter& operator=(const BasicInterpreter&) = delete;
+
+  // From now on the interpreter runs on `state` (between two statements), which must outlive
+  // the binding.
+  void bind(State& state);
+  const State& state() const { return *state_; }
 
   // Runs a whole program: every statement, then the end of file.
   void run(const spec::Program& program);
@@ -73,54 +141,43 @@ class Interpreter : private statemachine::Hooks {
   void feed(const spec::Statement& statement);
   void end_of_file();
 
-  // One result per step so far (counts and escaped exceptions; violations are the checker's).
+  // Whether finished steps are kept (steps()); the exhaustive search keeps none.
+  void keep_steps(bool keep) { keep_steps_ = keep; }
+  // One result per step so far (counts and escaped exceptions; violations are the observers').
   const std::vector<spec::StepResult>& steps() const { return steps_; }
-  // The results of finished steps, handed over and forgotten (the explorer keeps none).
-  std::vector<spec::StepResult> take_steps() { return std::exchange(steps_, {}); }
+  // The step that ended last (after `step` or the end of the file).
+  const StepTally& last_step() const { return last_step_; }
 
-  // Between statements: everything the interpreter's future depends on, packed (the
-  // machine's own snapshot included). `step_results`: the step's counts and escaped
-  // exceptions so far, which only a comparison of whole steps (I8) reads.
-  void encode(statemachine::Encoder& out, bool step_results = true) const;
-
-  const Machine& machine() const { return machine_; }
-  Machine& machine() { return machine_; }
+  const statemachine::BasicMachine<S>& machine() const { return machine_; }
+  statemachine::BasicMachine<S>& machine() { return machine_; }
+  int recompute_depth() const { return driver_.recompute_depth(); }
 
  private:
-  friend ModelDriver;
-
-  struct Scope {
-    spec::Op op = spec::Op::Try;
-    driver::CheckpointCall call;   // checkpoints
-    std::uint32_t body_begin = 0;  // checkpoints: the first statement of its body in the log
-    driver::TapeMark mark;         // try: what its body records is discarded if it catches
-  };
-  struct Skip {
-    bool active = false;
-    bool until_step = false;  // an uncaught exception: skip the rest of the step
-    int depth = 0;            // blocks opened while skipping
-  };
+  friend ModelDriver<S>;
+  using Id = typename S::Id;
+  using Scope = typename State::Scope;
+  using Skip = typename State::Skip;
 
   // Statements; `at` is the statement's place in the log.
-  void run_statement(std::uint32_t at);
-  const char* raises_here(const spec::Statement& s) const;
-  void execute(const spec::Statement& s, std::uint32_t at);
-  void open_scope(const spec::Statement& s, std::uint32_t at);
-  void close_scope(std::uint32_t at);
-  void exit_scope(Scope& scope, bool exceptional, std::uint32_t body_end);
-  void skip(const spec::Statement& s);
-  void unwind(const ModelException& e, std::uint32_t at);
+  void run_statement(std::size_t at);
+  const char* raises_here(const LoggedStatement& s) const;
+  void execute(const LoggedStatement& s, std::size_t at);
+  void open_scope(const LoggedStatement& s, std::size_t at);
+  void close_scope(std::size_t at);
+  void exit_scope(Scope& scope, bool exceptional, std::size_t body_end);
+  void skip(const LoggedStatement& s);
+  void unwind(const ModelException& e, std::size_t at);
   void end_step();
+  bool at_top_level() const { return driver_.recompute_depth() == 0 && state_->scopes.empty(); }
 
   // The driver's host.
   [[noreturn]] void raise(const spec::AnyEvent* event, spec::RaisedException raised);
   void event_fired(const spec::AnyEvent&, const std::optional<spec::RaisedException>&) {}
-  void run_body(const Body& body);  // a recompute replays the body as its own context
-  void node_gradient(driver::Node<ModelTraits>&) {}
-  void drop_saved(ModelTraits::NodePayload&) {}
-  void take_saved(driver::Node<ModelTraits>&, driver::NonReentrantFrame<ModelTraits>::Slot&, CaptureId) {}
-  void forget_twin(ModelTraits::NodePayload&) {}
-  void encode_body(statemachine::Encoder& out, const Body& body) const;
+  void run_body(const Body<S>& body);  // a recompute replays the body as its own context
+  void node_gradient(driver::Node<ModelTraits<S>>&) {}
+  void drop_saved(typename ModelTraits<S>::NodePayload&) {}
+  void take_saved(driver::Node<ModelTraits<S>>&, driver::RecomputedSlot<ModelTraits<S>>&, CaptureId) {}
+  void forget_twin(typename ModelTraits<S>::NodePayload&) {}
 
   // Hooks: count, then forward to the observer.
   void forward_update() override;
@@ -138,22 +195,19 @@ class Interpreter : private statemachine::Hooks {
   void ownership_captured(CaptureId c) override;
   void ownership_installed(CaptureId c) override;
 
+  State own_;  // the state of an owning interpreter
+  State* state_;
   Observer* observer_;
   Observer silent_;
-  Machine machine_;
-  ModelDriver driver_;
+  statemachine::BasicMachine<S> machine_;
+  ModelDriver<S> driver_;
 
-  // Every statement fed, in order: checkpoint bodies are slices of it, and a recompute
-  // replays its slice (it never grows during a replay).
-  std::vector<spec::Statement> log_;
-  std::vector<Scope> scopes_;
-  std::size_t base_ = 0;  // scopes below belong to the context a replay interrupted
-  Skip skip_;
-
-  int step_ = 0;
-  bool step_started_ = false;
-  spec::StepResult current_;
+  bool keep_steps_ = true;
   std::vector<spec::StepResult> steps_;
+  StepTally last_step_;
 };
+
+using Interpreter = BasicInterpreter<statemachine::GrowableStorage>;
+using FlatInterpreter = BasicInterpreter<statemachine::FlatStorage>;
 
 }  // namespace fp8sm::interpreter

@@ -56,7 +56,7 @@ void Context::raise(const spec::AnyEvent* event, spec::RaisedException raised) {
   if (const std::optional<CaptureId> capture = driver_->innermost_recompute()) {
     what += " in the recompute of checkpoint #" + std::to_string(*capture);
   }
-  throw StateError(spec::name(raised.kind), raised.message + " (while " + what + ", under the " +
+  throw StateError(spec::name(raised.kind), std::string(raised.message) + " (while " + what + ", under the " +
                                     std::string(spec::name(machine_->semantics())) + " semantics)");
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "spec/invariants.hpp"
@@ -19,9 +20,11 @@ enum class ExceptionKind : std::uint8_t { UserError, KeyError, IndexError, Runti
 const char* name(ExceptionKind kind);
 
 // An exception of the modelled program: its kind and message, as TE / torch would raise it.
+// Every exception the model knows has a fixed text, so the message views a string literal:
+// raising copies no string (the explorer raises in a good part of the successors it tries).
 struct RaisedException {
   ExceptionKind kind = ExceptionKind::UserError;
-  std::string message;
+  std::string_view message;
   bool operator==(const RaisedException& o) const { return kind == o.kind && message == o.message; }
 };
 

@@ -35,16 +35,19 @@ constexpr AutocastMode mode_of() {
   return AutocastMode::None;
 }
 
-// One action: a functor named NAME running its body (the rest of the arguments), which may use `event`, `fsm`, `data`
-// (fsm.data), `hooks` (fsm.hooks()) and the type `Source`.
+// One action: a functor named NAME running its body (the rest of the arguments), which may use
+// `event`, `fsm`, `data` (fsm.data(), of type Data: MachineData over its storage), `hooks`
+// (fsm.hooks()) and the type `Source`.
 #define FP8SM_ACTION(NAME, ...)                                                   \
   struct NAME {                                                                   \
     template <class Event, class Fsm, class Source, class Target>                 \
     void operator()(const Event& event, Fsm& fsm, Source&, Target&) const {       \
       (void)event;                                                                \
-      MachineData& data = fsm.data;                                               \
-      Hooks& hooks = fsm.hooks();                                                 \
+      auto& data = fsm.data();                                                    \
       (void)data;                                                                 \
+      using Data [[maybe_unused]] = std::remove_reference_t<decltype(data)>;      \
+      using S [[maybe_unused]] = typename Data::Storage;                          \
+      Hooks& hooks = fsm.hooks();                                                 \
       (void)hooks;                                                                \
       __VA_ARGS__;                                                                \
     }                                                                             \
@@ -59,18 +62,18 @@ constexpr AutocastMode mode_of() {
 FP8SM_ACTION(RememberBitAtAutocastEntry, data.bit_at_autocast_entry.push_back(bit_of<Source>()))
 FP8SM_ACTION(ForgetBitAtAutocastEntry, data.bit_at_autocast_entry.pop_back())
 FP8SM_ACTION(PushBitOntoFifo, {
-  data.fifo.push_back(FifoEntry{bit_of<Source>(), event.capture});
+  data.fifo.push_back(typename Data::FifoEntry{bit_of<Source>(), to_id<S>(event.capture)});
   hooks.ownership_captured(event.capture);
 })
 FP8SM_ACTION(InstallFifoFront, {
   const CaptureId from = data.fifo.front().capture;
-  data.fifo.pop_front();
+  data.fifo.erase(data.fifo.begin());
   hooks.ownership_installed(from);
 })
 FP8SM_ACTION(CaptureBitInFrame, {
   data.capture(event.capture) = CaptureRecord{
       bit_of<Source>() ? CaptureRecord::Bit::True : CaptureRecord::Bit::False, false};
-  data.ownership_frames.push_back(OwnershipFrame{bit_of<Source>(), event.capture});
+  data.ownership_frames.push_back(typename Data::OwnershipFrame{bit_of<Source>(), to_id<S>(event.capture)});
   hooks.ownership_captured(event.capture);
 })
 FP8SM_ACTION(CompleteCapture, {
@@ -82,7 +85,7 @@ FP8SM_ACTION(InvalidateCapture, {
   data.ownership_frames.pop_back();
 })
 FP8SM_ACTION(InstallCapturedBit, {
-  data.ownership_frames.push_back(OwnershipFrame{bit_of<Source>(), event.capture});
+  data.ownership_frames.push_back(typename Data::OwnershipFrame{bit_of<Source>(), to_id<S>(event.capture)});
   hooks.ownership_installed(event.capture);
 })
 FP8SM_ACTION(LeaveRecomputeFrame, data.ownership_frames.pop_back())
@@ -104,10 +107,13 @@ FP8SM_RAISE(RaiseNotCaptured, spec::ExceptionKind::RuntimeError,
             "FP8 recompute state was not captured during a completed original forward")
 
 // --- checkpoint region --------------------------------------------------------------------
-FP8SM_ACTION(PushCheckpointFrame, data.checkpoint_frames.push_back(MachineData::CheckpointFrame{
-                                      phase_of<Source>(), event.capture,
-                                      std::is_same_v<Event, spec::RecomputeEnter>, {}}))
-FP8SM_ACTION(PopCheckpointFrame, data.checkpoint_frames.pop_back())
+FP8SM_ACTION(PushCheckpointFrame, data.checkpoint_frames.push_back(typename Data::CheckpointFrame{
+                                      phase_of<Source>(), to_id<S>(event.capture),
+                                      std::is_same_v<Event, spec::RecomputeEnter>}))
+FP8SM_ACTION(PopCheckpointFrame, {
+  data.forget_replayed_of_top_frame();
+  data.checkpoint_frames.pop_back();
+})
 FP8SM_ACTION(MarkModuleFp8, data.module(event.module).fp8 = true)
 FP8SM_ACTION(MarkModuleNotFp8, data.module(event.module).fp8 = false)
 // REGISTER is idempotent in TE (the module's buffer key is checked first).
@@ -139,7 +145,8 @@ FP8SM_ACTION(RestoreLiveMeta, hooks.restore(event.module))
 FP8SM_ACTION(StashIntoCheckpoints, {
   const bool fp8 = data.module(event.module).fp8;
   for (auto it = data.checkpoint_frames.rbegin(); it != data.checkpoint_frames.rend() && !it->recompute; ++it) {
-    data.stash_of(it->capture).push_back(MachineData::StashedRun{event.module, fp8});
+    data.open_stash(it->capture);
+    data.stash_runs.push_back(typename Data::StashedRun{it->capture, to_id<S>(event.module), fp8});
     if (fp8) hooks.stash_for(event.module, it->capture);
   }
 })
@@ -150,23 +157,25 @@ FP8SM_ACTION(SaveLiveMetaForReplay, {
 // The recompute's k-th run of the module follows the original's k-th run; an FP8 one gets the
 // meta stashed for it (its rank among the module's FP8 runs names the clone).
 FP8SM_ACTION(ReplayStashedMeta, {
-  MachineData::CheckpointFrame& frame = *data.innermost_recompute();
-  const MachineData::StashedRun* run = data.replay_entry(event.module);
+  const int frame = data.innermost_recompute();
+  const CaptureId capture = data.checkpoint_frames[static_cast<std::size_t>(frame)].capture;
+  const typename Data::StashedRun* run = data.replay_entry(event.module);
   unsigned fp8_rank = 0;
-  for (const MachineData::StashedRun& r : data.checkpoint_stash[frame.capture]) {
+  for (const typename Data::StashedRun& r : data.stash_runs) {
     if (&r == run) break;
-    fp8_rank += (r.module == event.module && r.fp8) ? 1u : 0u;
+    fp8_rank += (r.capture == capture && r.module == event.module && r.fp8) ? 1u : 0u;
   }
-  frame.replayed.push_back(event.module);
-  hooks.replay_stash(event.module, frame.capture, fp8_rank);
+  data.replayed.push_back(typename Data::ReplayedRun{to_id<S>(frame), to_id<S>(event.module)});
+  hooks.replay_stash(event.module, capture, fp8_rank);
 })
-FP8SM_ACTION(SkipReplayedRun, data.innermost_recompute()->replayed.push_back(event.module))
+FP8SM_ACTION(SkipReplayedRun, data.replayed.push_back(typename Data::ReplayedRun{
+                                  to_id<S>(data.innermost_recompute()), to_id<S>(event.module)}))
 FP8SM_ACTION(RestoreAfterReplay, {
   data.module(event.module).restore_pending = false;
   hooks.restore(event.module);
 })
 FP8SM_ACTION(ReleaseCheckpointStash, {
-  data.stash_of(event.capture).clear();
+  data.clear_stash(event.capture);
   hooks.release_stash(event.capture);
 })
 FP8SM_RAISE(RaiseMissingStashKey, spec::ExceptionKind::KeyError, "'global_fp8_buffer_pos_fwd_recompute'")
@@ -175,7 +184,7 @@ FP8SM_RAISE(RaiseMissingSavedMeta, spec::ExceptionKind::KeyError, "'updated_amax
 
 // --- autocast region ----------------------------------------------------------------------
 FP8SM_ACTION(PushAutocast,
-             data.autocasts.push_back(AutocastFrame{mode_of<Source>(), event.recompute_internal}))
+             data.autocasts.push_back(typename Data::AutocastFrame{mode_of<Source>(), event.recompute_internal}))
 FP8SM_ACTION(PopAutocast, data.autocasts.pop_back())
 FP8SM_ACTION(PopAutocastAndDiscardForwardAmax, {
   data.autocasts.pop_back();
@@ -189,7 +198,7 @@ FP8SM_ACTION(PopAutocastAndUpdateForward, {
 // --- grad region --------------------------------------------------------------------------
 FP8SM_ACTION(PushGrad, {
   data.grad_frames.push_back(
-      MachineData::GradFrame{std::is_same_v<Source, states::GradEnabled>, data.user_grad});
+      typename Data::GradFrame{std::is_same_v<Source, states::GradEnabled>, data.user_grad});
   if (!event.internal) data.user_grad = event.enabled;
 })
 FP8SM_ACTION(PopGrad, {

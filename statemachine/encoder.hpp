@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fp8sm::statemachine {
@@ -40,7 +41,7 @@ class Encoder {
 
   // Appends the low `bytes` bytes (at most 8) of `value` (to the open keyed entry, if any).
   void put(std::uint64_t value, int bytes) { target().put(value, bytes); }
-  void append(const std::string& text) { target().append(text.data(), text.size()); }
+  void append(std::string_view text) { target().append(text.data(), text.size()); }
   // An id of `kind` (4 bytes). Inside a keyed entry, the mention counts only if the entry is kept.
   void put_id(IdKind kind, std::uint32_t id);
   // The place of an id when there is none (4 bytes, never renamed).

@@ -11,11 +11,12 @@ namespace fp8sm::statemachine {
 
 namespace {
 
-using Backend = boost::msm::back::state_machine<Fp8StateMachine>;
+template <class S>
+using Backend = boost::msm::back::state_machine<Fp8StateMachine<S>>;
 
-template <class State>
+template <class S, class State>
 constexpr int state_id() {
-  return boost::msm::back::get_state_id<Backend::stt, State>::value;
+  return boost::msm::back::get_state_id<typename Backend<S>::stt, State>::value;
 }
 
 Hooks& silent_hooks() {
@@ -46,99 +47,148 @@ struct AddRow {
 
 }  // namespace
 
-void Fp8StateMachine::count_row(std::type_index key) {
+template <class S>
+void Fp8StateMachine<S>::count_row(std::type_index key) {
   const int index = Machine::rows().index_of(key);
   if (index >= 0) ++(*coverage)[static_cast<std::size_t>(index)];
 }
 
-struct Machine::Impl {
-  Backend fsm;
+template <class S>
+struct BasicMachine<S>::Impl {
+  Backend<S> fsm;
+  MachineState<S> own;  // the state of an owning machine
 };
 
-Machine::Machine(spec::Semantics semantics, Hooks* hooks) : impl_(std::make_unique<Impl>()) {
-  impl_->fsm.data.semantics = semantics;
+template <class S>
+MachineState<S> BasicMachine<S>::initial_state(spec::Semantics semantics) {
+  MachineState<S> state;
+  state.regions[kOwnershipRegion] = static_cast<std::uint8_t>(state_id<S, states::OwnershipConsumed>());
+  state.regions[kCheckpointRegion] = static_cast<std::uint8_t>(state_id<S, states::OutsideCheckpoint>());
+  state.regions[kAutocastRegion] = static_cast<std::uint8_t>(state_id<S, states::NoAutocast>());
+  state.regions[kGradRegion] = static_cast<std::uint8_t>(state_id<S, states::GradEnabled>());
+  state.data.semantics = semantics;
+  return state;
+}
+
+template <class S>
+BasicMachine<S>::BasicMachine(spec::Semantics semantics, Hooks* hooks) : impl_(std::make_unique<Impl>()) {
+  impl_->own = initial_state(semantics);
+  state_ = &impl_->own;
+  impl_->fsm.data_ = &state_->data;
   impl_->fsm.hooks_ = hooks != nullptr ? hooks : &silent_hooks();
   impl_->fsm.start();
 }
 
-Machine::Machine(const Machine& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
+template <class S>
+BasicMachine<S>::BasicMachine(MachineState<S>& state, Hooks* hooks)
+    : BasicMachine(state.data.semantics, hooks) {
+  bind(state);
+}
 
-Machine& Machine::operator=(const Machine& other) {
-  // Assigned in place: the data's vectors keep their storage (the explorer recycles states).
-  if (this != &other) *impl_ = *other.impl_;
+template <class S>
+BasicMachine<S>::BasicMachine(const BasicMachine& other) : impl_(std::make_unique<Impl>(*other.impl_)) {
+  impl_->own = *other.state_;
+  state_ = &impl_->own;
+  impl_->fsm.data_ = &state_->data;
+}
+
+template <class S>
+BasicMachine<S>& BasicMachine<S>::operator=(const BasicMachine& other) {
+  // Copied into the state this machine works on: its lists keep their storage.
+  if (this != &other) *state_ = *other.state_;
   return *this;
 }
 
-Machine::~Machine() = default;
+template <class S>
+BasicMachine<S>::~BasicMachine() = default;
 
-template <class Event>
-std::optional<spec::RaisedException> Machine::fire(const Event& event) {
-  impl_->fsm.data.error.reset();
-  impl_->fsm.process_event(event);
-  return std::move(impl_->fsm.data.error);
+template <class S>
+void BasicMachine<S>::bind(MachineState<S>& state) {
+  state_ = &state;
+  impl_->fsm.data_ = &state.data;
 }
 
-template std::optional<spec::RaisedException> Machine::fire(const spec::AutocastEnter&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::AutocastExit&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::GradPush&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::GradPop&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::CheckpointForwardEnter&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::CheckpointForwardExit&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::RecomputeEnter&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::RecomputeExit&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::ModulePrepare&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleClaim&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleEndForward&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleBackwardBegin&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::SavedTensorUnpack&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::ModuleBackward&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::BackwardPassBegin&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::BackwardPassEnd&);
-template std::optional<spec::RaisedException> Machine::fire(const spec::CheckpointReleased&);
+// The back-end keeps the region states of the event it processes; between events they are the
+// state's. Writing them through current_state() is writing the back-end's own (non-const) array.
+template <class S>
+template <class Event>
+std::optional<spec::RaisedException> BasicMachine<S>::fire(const Event& event) {
+  Backend<S>& fsm = impl_->fsm;
+  MachineState<S>& state = *state_;
+  int* regions = const_cast<int*>(fsm.current_state());
+  for (int r = 0; r < 4; ++r) regions[r] = state.regions[r];
+  state.data.error.reset();
+  fsm.process_event(event);
+  for (int r = 0; r < 4; ++r) state.regions[r] = static_cast<std::uint8_t>(regions[r]);
+  std::optional<spec::RaisedException> raised = state.data.error;
+  state.data.error.reset();
+  return raised;
+}
 
-void Machine::set_hooks(Hooks* hooks) { impl_->fsm.hooks_ = hooks != nullptr ? hooks : &silent_hooks(); }
+#define FP8SM_FIRE(S, EVENT) \
+  template std::optional<spec::RaisedException> BasicMachine<S>::fire(const spec::EVENT&);
+#define FP8SM_FIRE_ALL(S)                       \
+  FP8SM_FIRE(S, AutocastEnter)                  \
+  FP8SM_FIRE(S, AutocastExit)                   \
+  FP8SM_FIRE(S, GradPush)                       \
+  FP8SM_FIRE(S, GradPop)                        \
+  FP8SM_FIRE(S, CheckpointForwardEnter)         \
+  FP8SM_FIRE(S, CheckpointForwardExit)          \
+  FP8SM_FIRE(S, RecomputeEnter)                 \
+  FP8SM_FIRE(S, RecomputeExit)                  \
+  FP8SM_FIRE(S, ModulePrepare)                  \
+  FP8SM_FIRE(S, ModuleClaim)                    \
+  FP8SM_FIRE(S, ModuleEndForward)               \
+  FP8SM_FIRE(S, ModuleBackwardBegin)            \
+  FP8SM_FIRE(S, SavedTensorUnpack)              \
+  FP8SM_FIRE(S, ModuleBackward)                 \
+  FP8SM_FIRE(S, BackwardPassBegin)              \
+  FP8SM_FIRE(S, BackwardPassEnd)                \
+  FP8SM_FIRE(S, CheckpointReleased)
 
-void Machine::record_coverage(std::vector<std::uint64_t>* counts) {
+template <class S>
+void BasicMachine<S>::set_hooks(Hooks* hooks) {
+  impl_->fsm.hooks_ = hooks != nullptr ? hooks : &silent_hooks();
+}
+
+template <class S>
+void BasicMachine<S>::record_coverage(std::vector<std::uint64_t>* counts) {
   if (counts != nullptr) counts->resize(rows().rows().size(), 0);
   impl_->fsm.coverage = counts;
 }
 
-spec::Semantics Machine::semantics() const { return impl_->fsm.data.semantics; }
-
-bool Machine::ownership_available() const {
-  return impl_->fsm.current_state()[kOwnershipRegion] == state_id<states::OwnershipAvailable>();
+template <class S>
+bool BasicMachine<S>::ownership_available() const {
+  return state_->regions[kOwnershipRegion] == state_id<S, states::OwnershipAvailable>();
 }
 
-CheckpointPhase Machine::checkpoint_phase() const {
-  const int s = impl_->fsm.current_state()[kCheckpointRegion];
-  if (s == state_id<states::InOriginalForward>()) return CheckpointPhase::OriginalForward;
-  if (s == state_id<states::InRecompute>()) return CheckpointPhase::Recompute;
+template <class S>
+CheckpointPhase BasicMachine<S>::checkpoint_phase() const {
+  const int s = state_->regions[kCheckpointRegion];
+  if (s == state_id<S, states::InOriginalForward>()) return CheckpointPhase::OriginalForward;
+  if (s == state_id<S, states::InRecompute>()) return CheckpointPhase::Recompute;
   return CheckpointPhase::Outside;
 }
 
-bool Machine::fp8_enabled() const {
-  return impl_->fsm.current_state()[kAutocastRegion] == state_id<states::Fp8Autocast>();
+template <class S>
+bool BasicMachine<S>::fp8_enabled() const {
+  return state_->regions[kAutocastRegion] == state_id<S, states::Fp8Autocast>();
 }
 
-bool Machine::grad_enabled() const {
-  return impl_->fsm.current_state()[kGradRegion] == state_id<states::GradEnabled>();
+template <class S>
+bool BasicMachine<S>::grad_enabled() const {
+  return state_->regions[kGradRegion] == state_id<S, states::GradEnabled>();
 }
 
 // upstream only: TE 2.20.2 added the early return; the PR head (pr3213) predates it, and fp8sm
 // keeps its own checkpoint bookkeeping under no_grad (docs/semantics.md).
-bool Machine::checkpoint_call_is_plain() const {
+template <class S>
+bool BasicMachine<S>::checkpoint_call_is_plain() const {
   return semantics() == spec::Semantics::Upstream && !grad_enabled();
 }
 
-int Machine::autocast_depth() const { return static_cast<int>(impl_->fsm.data.autocasts.size()); }
-
-const MachineData& Machine::data() const { return impl_->fsm.data; }
-
-ModuleFlags Machine::module(ModuleId m) const {
-  return impl_->fsm.data.module_flags(m);
-}
-
-std::string Machine::snapshot() const {
+template <class S>
+std::string BasicMachine<S>::snapshot() const {
   Encoder encoder;
   encode(encoder);
   std::string out;
@@ -146,9 +196,10 @@ std::string Machine::snapshot() const {
   return out;
 }
 
-void Machine::encode(Encoder& out) const {
-  const MachineData& d = impl_->fsm.data;
-  for (int r = 0; r < 4; ++r) put(out, static_cast<std::uint64_t>(impl_->fsm.current_state()[r]), 1);
+template <class S>
+void BasicMachine<S>::encode(Encoder& out) const {
+  const MachineData<S>& d = state_->data;
+  for (int r = 0; r < 4; ++r) put(out, state_->regions[r], 1);
   put(out, static_cast<std::uint64_t>(d.semantics), 1);
   put(out, d.bit_at_autocast_entry.size(), 2);
   for (bool b : d.bit_at_autocast_entry) put(out, b, 1);
@@ -169,17 +220,24 @@ void Machine::encode(Encoder& out) const {
     out.end_keyed();
   }
   put(out, d.checkpoint_frames.size(), 2);
-  for (const auto& f : d.checkpoint_frames) {
+  for (std::size_t i = 0; i < d.checkpoint_frames.size(); ++i) {
+    const auto& f = d.checkpoint_frames[i];
     put(out, static_cast<std::uint64_t>(f.before) | (f.recompute << 2), 1);
     out.put_id(IdKind::Capture, f.capture);
-    put(out, f.replayed.size(), 2);
-    for (ModuleId m : f.replayed) put(out, m, 2);
+    const auto replayed = std::count_if(d.replayed.begin(), d.replayed.end(), [&](const auto& r) { return r.frame == i; });
+    put(out, static_cast<std::uint64_t>(replayed), 2);
+    for (const auto& r : d.replayed) {
+      if (r.frame == i) put(out, r.module, 2);
+    }
   }
-  for (CaptureId c = 0; c < d.checkpoint_stash.size(); ++c) {
+  for (CaptureId c = 0; c < d.stash_slots; ++c) {
     out.begin_keyed(IdKind::Capture, c);
     put(out, 1, 1);  // the stash, not the capture record, of c
-    put(out, d.checkpoint_stash[c].size(), 2);
-    for (const auto& run : d.checkpoint_stash[c]) put(out, run.module | (static_cast<std::uint64_t>(run.fp8) << 16), 3);
+    const auto runs = std::count_if(d.stash_runs.begin(), d.stash_runs.end(), [&](const auto& r) { return r.capture == c; });
+    put(out, static_cast<std::uint64_t>(runs), 2);
+    for (const auto& run : d.stash_runs) {
+      if (run.capture == c) put(out, run.module | (static_cast<std::uint64_t>(run.fp8) << 16), 3);
+    }
     out.end_keyed();
   }
   put(out, d.autocasts.size(), 2);
@@ -197,12 +255,14 @@ void Machine::encode(Encoder& out) const {
   }
 }
 
-std::uint64_t Machine::fingerprint() const {
+template <class S>
+std::uint64_t BasicMachine<S>::fingerprint() const {
   const std::string bytes = snapshot();
   return XXH3_64bits(bytes.data(), bytes.size());
 }
 
-const RowCatalogue& Machine::rows() {
+template <class S>
+const RowCatalogue& BasicMachine<S>::rows() {
   static const RowCatalogue catalogue = [] {
     RowCatalogue c;
     boost::mpl::for_each<table::AllRows>(AddRow{&c});
@@ -210,5 +270,12 @@ const RowCatalogue& Machine::rows() {
   }();
   return catalogue;
 }
+
+template struct Fp8StateMachine<GrowableStorage>;
+template struct Fp8StateMachine<FlatStorage>;
+template class BasicMachine<GrowableStorage>;
+template class BasicMachine<FlatStorage>;
+FP8SM_FIRE_ALL(GrowableStorage)
+FP8SM_FIRE_ALL(FlatStorage)
 
 }  // namespace fp8sm::statemachine

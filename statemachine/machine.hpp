@@ -1,5 +1,11 @@
 // The back-end: one running instance of the transition table, behind a small interface that
-// hides Boost.MSM from the rest of the project (it is compiled in machine.cpp only).
+// hides Boost.MSM from the rest of the project (it is compiled in machine.cpp only, once per
+// storage of the data).
+//
+// A machine works on a MachineState (the region states and the data). It owns one (the
+// runtime, `explorer run`, the tests), or is bound to one that lives elsewhere: the exhaustive
+// search keeps its states as flat values and binds one machine per worker to whichever state
+// it is expanding (bind() costs a pointer).
 #pragma once
 
 #include <cstdint>
@@ -18,13 +24,27 @@
 
 namespace fp8sm::statemachine {
 
-class Machine {
+template <class S>
+class BasicMachine {
  public:
-  // `hooks` must outlive the machine; nullptr means "report nothing".
-  explicit Machine(spec::Semantics semantics, Hooks* hooks = nullptr);
-  Machine(const Machine& other);
-  Machine& operator=(const Machine& other);
-  ~Machine();
+  // A machine owning a fresh state. `hooks` must outlive the machine; nullptr means "report
+  // nothing".
+  explicit BasicMachine(spec::Semantics semantics, Hooks* hooks = nullptr);
+  // A machine bound to `state` (see bind()).
+  BasicMachine(MachineState<S>& state, Hooks* hooks);
+  // A copy owns a copy of the other's state, with the same hooks.
+  BasicMachine(const BasicMachine& other);
+  // Copies the other's state into the state this machine works on; keeps its own hooks.
+  BasicMachine& operator=(const BasicMachine& other);
+  ~BasicMachine();
+
+  // The state of a machine that has processed nothing.
+  static MachineState<S> initial_state(spec::Semantics semantics);
+
+  // From now on, every event reads and changes `state` (which must outlive the binding).
+  void bind(MachineState<S>& state);
+  MachineState<S>& state() { return *state_; }
+  const MachineState<S>& state() const { return *state_; }
 
   // Fires one event through every region. Returns the exception TE would raise from inside the
   // operation (KeyError, IndexError, RuntimeError), if any; the state is then exactly what the
@@ -37,7 +57,7 @@ class Machine {
   void record_coverage(std::vector<std::uint64_t>* counts);
 
   // Observation: what guards see.
-  spec::Semantics semantics() const;
+  spec::Semantics semantics() const { return state_->data.semantics; }
   bool ownership_available() const;  // F
   CheckpointPhase checkpoint_phase() const;
   bool fp8_enabled() const;
@@ -45,14 +65,14 @@ class Machine {
   // Whether a checkpoint called now runs its function as a plain call: no ARF, no capture, no
   // frame, no node (spec §3.5 "Dispatch": TE 2.20.2's `checkpoint()` with grad disabled).
   bool checkpoint_call_is_plain() const;
-  int autocast_depth() const;
-  const MachineData& data() const;
-  ModuleFlags module(ModuleId m) const;
+  int autocast_depth() const { return static_cast<int>(state_->data.autocasts.size()); }
+  const MachineData<S>& data() const { return state_->data; }
+  ModuleFlags module(ModuleId m) const { return state_->data.module_flags(m); }
 
   // The region states and the data, packed; equal snapshots mean equal futures.
   std::string snapshot() const;
   void encode(Encoder& out) const;  // the snapshot, ids as ids (see Encoder)
-  // A 64-bit hash of snapshot() (XXH3), for seen-sets that store fingerprints.
+  // A 64-bit hash of snapshot() (XXH3).
   std::uint64_t fingerprint() const;
 
   // Every row of the table, in table order.
@@ -61,6 +81,11 @@ class Machine {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  MachineState<S>* state_;
 };
+
+// The runtime's, `explorer run`'s and the tests' machine; and the exhaustive search's.
+using Machine = BasicMachine<GrowableStorage>;
+using FlatMachine = BasicMachine<FlatStorage>;
 
 }  // namespace fp8sm::statemachine

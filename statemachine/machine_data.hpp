@@ -1,17 +1,22 @@
 // The counters and stacks of the machine (spec §2), read by guards and changed by actions.
 // The booleans that change behaviour are not here: they are the states of the table's regions
 // (transition_table.hpp). Each region owns the data its rows change.
+//
+// The data is a template over its storage (statemachine/storage.hpp): growable lists for the
+// runtime and `explorer run`, fixed-capacity ones for the exhaustive search. Tables that
+// belong to a checkpoint instance are indexed by its capture id (dense for pr3213's capture
+// records; one flat list of tagged runs for fp8sm's stash, where a list per capture would
+// make the flat state a table of tables).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <optional>
-#include <vector>
 
 #include "spec/events.hpp"
 #include "spec/semantics.hpp"
 #include "spec/step_result.hpp"
+#include "statemachine/storage.hpp"
 
 namespace fp8sm::statemachine {
 
@@ -29,81 +34,111 @@ struct CaptureRecord {
   bool completed = false;  // the original forward exited normally
 };
 
-// Upstream's class-level FIFO of captured bits (spec §2.1). `capture` names the checkpoint
-// that pushed the entry: TE does not keep it, the checkers need it to pair push and pop.
-struct FifoEntry {
-  bool bit = false;
-  CaptureId capture = 0;
-};
-
-// pr3213 saves the caller's bit at every ARF entry (the `prev` of spec §3.4).
-struct OwnershipFrame {
-  bool bit_before = false;
-  CaptureId capture = 0;
-};
-
-struct AutocastFrame {
-  AutocastMode mode_before = AutocastMode::None;  // restored at exit (the snap of §2.2)
-  bool recompute_internal = false;
-};
-
 // Per module (spec §2.3), control part only; the tensors are behind Hooks.
 struct ModuleFlags {
-  bool fp8 = false;                // cached result of the last normal-branch init_fp8_metadata
-  bool registered = false;         // has joined the amax registry
-  bool has_stash_pos = false;      // global_fp8_buffer_pos_fwd_recompute exists
-  std::uint16_t stash_depth = 0;   // entries in its deque
+  std::uint16_t stash_depth = 0;       // entries in its deque
+  bool fp8 = false;                    // cached result of the last normal-branch init_fp8_metadata
+  bool registered = false;             // has joined the amax registry
+  bool has_stash_pos = false;          // global_fp8_buffer_pos_fwd_recompute exists
   bool has_saved_for_restore = false;  // updated_amax_history_fwd exists
   bool restore_pending = false;        // fp8sm: a recompute replaced its meta until end_forward
+  std::uint8_t unused = 0;             // no padding: flat states are hashed as bytes
 };
 
+// The lists of the machine's data and their capacities in the flat state, which serves every
+// program of up to 8 statements (explorer/flat_capacity.hpp): autocasts and checkpoints open
+// at once, the recompute's own frames on top, and what upstream leaks across steps.
+namespace capacity {
+FP8SM_CAPACITY(AutocastFrames, 24, "open autocast regions");
+FP8SM_CAPACITY(OwnershipFrames, 24, "open checkpoint contexts (ownership frames)");
+FP8SM_CAPACITY(CapturedBits, 48, "captured ownership bits (upstream's FIFO)");
+FP8SM_CAPACITY(CaptureRecords, 64, "checkpoint capture records");
+FP8SM_CAPACITY(CheckpointFrames, 24, "open checkpoint contexts");
+FP8SM_CAPACITY(ReplayedRuns, 32, "module runs replayed by a recompute");
+FP8SM_CAPACITY(StashedRuns, 64, "module runs stashed by checkpoints");
+FP8SM_CAPACITY(GradFrames, 32, "grad-mode pushes");
+FP8SM_CAPACITY(Modules, 8, "modules");
+}  // namespace capacity
+
+template <class S>
 struct MachineData {
-  spec::Semantics semantics = spec::Semantics::Upstream;
+  using Storage = S;
+  using Id = typename S::Id;
+  template <class T, class Tag>
+  using List = typename S::template List<T, Tag>;
 
-  // Ownership region.
-  std::vector<bool> bit_at_autocast_entry;  // snap.F of each open autocast
-  std::vector<OwnershipFrame> ownership_frames;  // pr3213: one per open ARF
-  std::deque<FifoEntry> fifo;                    // upstream only
-  std::vector<CaptureRecord> captures;           // pr3213 only; index = CaptureId
-
-  // Checkpoint region: per open ARF, the (region, phase) before it, the checkpoint it belongs
-  // to, and (fp8sm) the modules a recompute has replayed so far.
+  // Upstream's class-level FIFO of captured bits (spec §2.1). `capture` names the checkpoint
+  // that pushed the entry: TE does not keep it, the checkers need it to pair push and pop.
+  struct FifoEntry {
+    bool bit = false;
+    Id capture = 0;
+  };
+  // pr3213 saves the caller's bit at every ARF entry (the `prev` of spec §3.4).
+  struct OwnershipFrame {
+    bool bit_before = false;
+    Id capture = 0;
+  };
+  // Checkpoint region: per open ARF, the (region, phase) before it, the checkpoint it belongs to.
   struct CheckpointFrame {
     CheckpointPhase before = CheckpointPhase::Outside;
-    CaptureId capture = 0;
+    Id capture = 0;
     bool recompute = false;
-    std::vector<ModuleId> replayed;
   };
-  std::vector<CheckpointFrame> checkpoint_frames;
-  // fp8sm: per checkpoint instance (index = CaptureId), every module run of its original
-  // forward, in order, and whether it ran in FP8 (only those have a stashed meta).
+  // fp8sm: a module the recompute of checkpoint frame `frame` has replayed so far.
+  struct ReplayedRun {
+    Id frame = 0;
+    Id module = 0;
+  };
+  // fp8sm: one module run of checkpoint `capture`'s original forward, in order, and whether it
+  // ran in FP8 (only those have a stashed meta).
   struct StashedRun {
-    ModuleId module = 0;
+    Id capture = 0;
+    Id module = 0;
     bool fp8 = false;
   };
-  std::vector<std::vector<StashedRun>> checkpoint_stash;
-
-  // Autocast region: one frame per open autocast; depth is its size.
-  std::vector<AutocastFrame> autocasts;
-
-  // Grad region: the grad mode before each push, and the program's own grad mode (its no_grad
-  // blocks, not a checkpoint's or the backward engine's pushes).
+  struct AutocastFrame {
+    AutocastMode mode_before = AutocastMode::None;  // restored at exit (the snap of §2.2)
+    bool recompute_internal = false;
+  };
+  // The grad mode before each push, and the program's own grad mode before it.
   struct GradFrame {
     bool grad_before = true;
     bool user_grad_before = true;
   };
-  std::vector<GradFrame> grad_frames;
+
+  spec::Semantics semantics = spec::Semantics::Upstream;
+
+  // Ownership region.
+  List<bool, capacity::AutocastFrames> bit_at_autocast_entry;      // snap.F of each open autocast
+  List<OwnershipFrame, capacity::OwnershipFrames> ownership_frames;  // pr3213: one per open ARF
+  List<FifoEntry, capacity::CapturedBits> fifo;                      // upstream only, front first
+  List<CaptureRecord, capacity::CaptureRecords> captures;            // pr3213 only; index = capture id
+
+  // Checkpoint region.
+  List<CheckpointFrame, capacity::CheckpointFrames> checkpoint_frames;
+  List<ReplayedRun, capacity::ReplayedRuns> replayed;  // fp8sm, recompute frames only, in order
+  // fp8sm: the stash kept per checkpoint instance. A capture below `stash_slots` has an
+  // entry (perhaps empty); its runs are those of `stash_runs` tagged with it, in order.
+  Id stash_slots = 0;
+  List<StashedRun, capacity::StashedRuns> stash_runs;
+
+  // Autocast region: one frame per open autocast; depth is its size.
+  List<AutocastFrame, capacity::AutocastFrames> autocasts;
+
+  // Grad region, and the program's own grad mode (its no_grad blocks, not a checkpoint's or
+  // the backward engine's pushes).
+  List<GradFrame, capacity::GradFrames> grad_frames;
   bool user_grad = true;
 
   // fp8sm: FP8 module backwards run by the backward pass in progress.
   std::uint16_t fp8_backwards_in_pass = 0;
 
-  std::vector<ModuleFlags> modules;  // index = ModuleId, grown on first use
+  List<ModuleFlags, capacity::Modules> modules;  // index = ModuleId, grown on first use
 
   // The exception the last event raised (KeyError, IndexError, RuntimeError), if any.
   std::optional<spec::RaisedException> error;
 
-  // For actions: the record, created on first use.
+  // ---- for actions: records created on first use ----------------------------------------
   ModuleFlags& module(ModuleId m) {
     if (m >= modules.size()) modules.resize(m + 1u);
     return modules[m];
@@ -112,35 +147,55 @@ struct MachineData {
     if (c >= captures.size()) captures.resize(c + 1u);
     return captures[c];
   }
-  std::vector<StashedRun>& stash_of(CaptureId c) {
-    if (c >= checkpoint_stash.size()) checkpoint_stash.resize(c + 1u);
-    return checkpoint_stash[c];
+  // fp8sm: capture `c`'s stash entry exists from now on (it may stay empty).
+  void open_stash(CaptureId c) { stash_slots = std::max(stash_slots, to_id<S>(c + 1u)); }
+  void clear_stash(CaptureId c) {
+    open_stash(c);
+    stash_runs.erase(std::remove_if(stash_runs.begin(), stash_runs.end(),
+                                    [&](const StashedRun& r) { return r.capture == c; }),
+                     stash_runs.end());
   }
-  // fp8sm: the innermost recompute in progress, or nullptr.
-  const CheckpointFrame* innermost_recompute() const {
-    for (auto it = checkpoint_frames.rbegin(); it != checkpoint_frames.rend(); ++it) {
-      if (it->recompute) return &*it;
+  // fp8sm: pushing a checkpoint frame starts with nothing replayed; popping one forgets what
+  // its recompute replayed (always the tail: only the innermost recompute replays).
+  void forget_replayed_of_top_frame() {
+    const auto top = static_cast<std::size_t>(checkpoint_frames.size() - 1);
+    while (!replayed.empty() && replayed.back().frame == top) replayed.pop_back();
+  }
+
+  // fp8sm: the position of the innermost recompute in progress among the frames, or -1.
+  int innermost_recompute() const {
+    for (std::size_t i = checkpoint_frames.size(); i-- > 0;) {
+      if (checkpoint_frames[i].recompute) return static_cast<int>(i);
     }
-    return nullptr;
-  }
-  CheckpointFrame* innermost_recompute() {
-    return const_cast<CheckpointFrame*>(static_cast<const MachineData*>(this)->innermost_recompute());
+    return -1;
   }
   // fp8sm: the run of module `m` of the innermost recompute's original forward that the
   // recompute's next run of `m` replays, or nullptr when the original ran `m` fewer times.
   const StashedRun* replay_entry(ModuleId m) const {
-    const CheckpointFrame* frame = innermost_recompute();
-    if (frame == nullptr || frame->capture >= checkpoint_stash.size()) return nullptr;
-    auto k = std::count(frame->replayed.begin(), frame->replayed.end(), m);
-    for (const StashedRun& run : checkpoint_stash[frame->capture]) {
-      if (run.module == m && k-- == 0) return &run;
+    const int frame = innermost_recompute();
+    if (frame < 0) return nullptr;
+    const Id capture = checkpoint_frames[static_cast<std::size_t>(frame)].capture;
+    if (capture >= stash_slots) return nullptr;
+    auto k = std::count_if(replayed.begin(), replayed.end(), [&](const ReplayedRun& r) {
+      return r.frame == static_cast<Id>(frame) && r.module == m;
+    });
+    for (const StashedRun& run : stash_runs) {
+      if (run.capture == capture && run.module == m && k-- == 0) return &run;
     }
     return nullptr;
   }
 
-  // For guards, which change nothing: a record never created reads as its initial value.
+  // ---- for guards, which change nothing: a record never created reads as its initial value --
   ModuleFlags module_flags(ModuleId m) const { return m < modules.size() ? modules[m] : ModuleFlags{}; }
   CaptureRecord capture_record(CaptureId c) const { return c < captures.size() ? captures[c] : CaptureRecord{}; }
+};
+
+// The region states (Boost.MSM's state ids, one byte each) and the data: everything a machine
+// is between two events.
+template <class S>
+struct MachineState {
+  std::uint8_t regions[4] = {0, 0, 0, 0};  // ownership, checkpoint, autocast, grad
+  MachineData<S> data;
 };
 
 }  // namespace fp8sm::statemachine

@@ -1,6 +1,7 @@
 // What the interpreter tells a checker beyond the table's own hooks: where the program is
 // (steps, backward passes, checkpoint and recompute extents), what the autograd tape holds,
-// and which exceptions escaped. The explorer's invariant checker implements it.
+// and which exceptions escaped. The explorer's invariant observers implement it; they read
+// the machine they watch through the machine itself, which their owner hands them.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +12,10 @@
 
 namespace fp8sm::statemachine {
 
-class Machine;
 using NodeId = std::uint32_t;
 
 class Observer : public Hooks {
  public:
-  // The interpreter calls this once, before anything else; the machine outlives the run.
-  virtual void attach(const Machine& /*machine*/) {}
-
   virtual void step_begin(int /*step*/) {}
   virtual void step_end(int /*step*/) {}
   // After a statement at top level (no block open, no recompute running) finished or raised.

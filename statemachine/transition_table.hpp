@@ -316,8 +316,11 @@ using AllRows = Concat<Concat<Concat<OwnershipRows, BackwardRows>, CheckpointRow
 
 }  // namespace table
 
-// The front-end: the table, the regions' initial states and the machine's data.
-struct Fp8StateMachine : boost::msm::front::state_machine_def<Fp8StateMachine> {
+// The front-end: the table, the regions' initial states and where the machine's data is. One
+// table for every storage of the data (statemachine/storage.hpp); the back-end is compiled once
+// per storage (machine.cpp).
+template <class S>
+struct Fp8StateMachine : boost::msm::front::state_machine_def<Fp8StateMachine<S>> {
   typedef int no_exception_thrown;  // actions never throw: failures go to data.error
   typedef int no_message_queue;     // actions never fire events
 
@@ -329,10 +332,12 @@ struct Fp8StateMachine : boost::msm::front::state_machine_def<Fp8StateMachine> {
   template <class Fsm, class Event>
   void no_transition(const Event&, Fsm&, int) {}
 
+  MachineData<S>& data() { return *data_; }
+  const MachineData<S>& data() const { return *data_; }
   Hooks& hooks() { return *hooks_; }
   void count_row(std::type_index key);
 
-  MachineData data;
+  MachineData<S>* data_ = nullptr;  // the state the machine works on (owned or bound)
   Hooks* hooks_ = nullptr;
   std::vector<std::uint64_t>* coverage = nullptr;  // per row, when recording
 };

@@ -1,0 +1,474 @@
+#include "explorer/canonical_state.hpp"
+
+#include <algorithm>
+
+namespace fp8sm::explorer {
+
+namespace {
+
+using Id = FlatStorage::Id;
+constexpr Id kNone = statemachine::kNone<FlatStorage>;
+using Model = interpreter::InterpreterState<FlatStorage>;
+using DriverState = driver::DriverState<interpreter::ModelTraits<FlatStorage>>;
+using Graph = driver::Graph<interpreter::ModelTraits<FlatStorage>>;
+
+// A set of ids below 255 (kNone is never an element), and each element's rank in it, looked up
+// in a table built once the set is complete.
+class IdSet {
+ public:
+  void add(Id id) {
+    if (id != kNone) words_[id >> 6] |= std::uint64_t{1} << (id & 63u);
+    ready_ = false;
+  }
+  bool has(Id id) const { return id != kNone && (words_[id >> 6] >> (id & 63u) & 1u) != 0; }
+  // An element's new name: how many elements are below it.
+  Id rank(Id id) {
+    if (id == kNone) return kNone;
+    if (!ready_) build();
+    return rank_[id];
+  }
+  // How many elements are below `bound` (which need not be one).
+  Id count_below(std::size_t bound) const {
+    unsigned below = 0;
+    for (std::size_t id = 0; id < bound; ++id) below += has(static_cast<Id>(id)) ? 1u : 0u;
+    return static_cast<Id>(below);
+  }
+
+ private:
+  void build() {
+    Id next = 0;
+    for (unsigned w = 0; w < 4; ++w) {
+      for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1) {
+        rank_[w * 64 + static_cast<unsigned>(__builtin_ctzll(bits))] = next++;
+      }
+    }
+    ready_ = true;
+  }
+  std::uint64_t words_[4] = {0, 0, 0, 0};
+  bool ready_ = false;
+  Id rank_[256];  // valid for elements once ready_
+};
+
+template <class F>
+void for_each_graph(DriverState& d, F&& f) {
+  f(d.step_graph);
+  for (Graph& g : d.tapes) f(g);
+}
+
+// Keeps the entries whose `key(entry)` is in `set`, renamed; order is kept (ranks keep order).
+template <class List, class Key>
+void keep_mentioned(List& list, IdSet& set, Key key) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    Id& id = key(list[i]);
+    if (!set.has(id)) continue;
+    id = set.rank(id);
+    list[kept++] = list[i];
+  }
+  list.resize(kept);
+}
+
+// A dense table indexed by id: entries of mentioned ids, in id order, at their new index.
+template <class List>
+void keep_dense(List& table, const IdSet& set) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (set.has(static_cast<Id>(i))) table[kept++] = table[i];
+  }
+  table.resize(kept);
+}
+
+// The driver's records and frames that a node or a block names, at their rank.
+void compact_records_and_frames(Model& m) {
+  DriverState& d = m.driver;
+  IdSet records, frames;
+  for_each_graph(d, [&](Graph& g) {
+    for (const auto& node : g.nodes) {
+      records.add(node.reentrant);
+      frames.add(node.frame);
+    }
+  });
+  for (const auto& scope : m.scopes) frames.add(scope.call.frame);
+  for (const auto& pack : d.packs) frames.add(pack.frame);  // the open blocks' frames again
+
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < d.records.size(); ++i) {
+    if (records.has(static_cast<Id>(i))) d.records[kept++] = d.records[i];
+  }
+  d.records.resize(kept);
+  // Frames, and the recomputed slots of those kept.
+  decltype(d.recomputed_slots) slots;
+  kept = 0;
+  for (std::size_t i = 0; i < d.frames.size(); ++i) {
+    if (!frames.has(static_cast<Id>(i))) continue;
+    auto frame = d.frames[i];
+    const std::size_t begin = frame.recomputed_begin;
+    frame.recomputed_begin = static_cast<Id>(slots.size());
+    for (std::size_t k = 0; k < frame.recomputed_count; ++k) slots.push_back(d.recomputed_slots[begin + k]);
+    d.frames[kept++] = frame;
+  }
+  d.frames.resize(kept);
+  d.recomputed_slots = slots;
+
+  for_each_graph(d, [&](Graph& g) {
+    for (auto& node : g.nodes) {
+      node.reentrant = records.rank(node.reentrant);
+      node.frame = frames.rank(node.frame);
+    }
+  });
+  for (auto& scope : m.scopes) scope.call.frame = frames.rank(scope.call.frame);
+  for (auto& pack : d.packs) pack.frame = frames.rank(pack.frame);
+}
+
+void rename_captures(RunState& run, const CheckedObservers& carried) {
+  Model& m = run.model;
+  DriverState& d = m.driver;
+  auto& md = m.machine.data;
+  NumericsState<FlatStorage>& n = run.observers.numerics;
+
+  IdSet captures;
+  for (const auto& f : md.ownership_frames) captures.add(f.capture);
+  for (const auto& e : md.fifo) captures.add(e.capture);
+  for (const auto& f : md.checkpoint_frames) captures.add(f.capture);
+  for (const auto& scope : m.scopes) {
+    if (spec::is_checkpoint(scope.op)) captures.add(scope.call.capture);
+  }
+  captures.add(d.next_capture);
+  for (const auto& r : d.records) captures.add(r.capture);
+  for (const auto& f : d.frames) captures.add(f.capture);
+  if (carried.numerics) {
+    for (const auto& e : n.stash) captures.add(e.pushed_by);
+    for (const auto& e : n.extents) captures.add(e.capture);
+    captures.add(n.installed_from);
+  }
+
+  // Mentions.
+  for (auto& f : md.ownership_frames) f.capture = captures.rank(f.capture);
+  for (auto& e : md.fifo) e.capture = captures.rank(e.capture);
+  for (auto& f : md.checkpoint_frames) f.capture = captures.rank(f.capture);
+  for (auto& scope : m.scopes) {
+    if (spec::is_checkpoint(scope.op)) scope.call.capture = captures.rank(scope.call.capture);
+  }
+  d.next_capture = captures.rank(d.next_capture);
+  for (auto& r : d.records) r.capture = captures.rank(r.capture);
+  for (auto& f : d.frames) f.capture = captures.rank(f.capture);
+  // Keyed tables.
+  keep_dense(md.captures, captures);
+  md.stash_slots = captures.count_below(md.stash_slots);  // the mentioned captures below the old count
+  keep_mentioned(md.stash_runs, captures, [](auto& r) -> Id& { return r.capture; });
+  keep_dense(d.released, captures);
+  if (!carried.numerics) return;
+  for (auto& e : n.stash) e.pushed_by = captures.rank(e.pushed_by);
+  for (auto& e : n.extents) e.capture = captures.rank(e.capture);
+  n.installed_from = captures.rank(n.installed_from);
+  keep_mentioned(n.seen_keys, captures, [](auto& k) -> Id& { return k.capture; });
+  keep_mentioned(n.seen, captures, [](auto& s) -> Id& { return s.capture; });
+  keep_mentioned(n.kept_by, captures, [](Id& c) -> Id& { return c; });
+  keep_mentioned(n.kept, captures, [](auto& k) -> Id& { return k.capture; });
+  keep_mentioned(n.dropped, captures, [](Id& c) -> Id& { return c; });
+}
+
+void rename_nodes(RunState& run, const CheckedObservers& carried) {
+  DriverState& d = run.model.driver;
+  OwnershipState<FlatStorage>& o = run.observers.ownership;
+  IdSet nodes;
+  for_each_graph(d, [&](Graph& g) {
+    for (const auto& node : g.nodes) nodes.add(node.id);
+  });
+  nodes.add(d.next_node);
+  auto each_owner = [&](auto&& f) {
+    auto in = [&](auto& scopes) {
+      for (auto& scope : scopes) {
+        for (auto& owner : scope.owners) f(owner);
+      }
+    };
+    in(o.open);
+    in(o.closed);
+    in(o.revivals);
+  };
+  if (carried.ownership) each_owner([&](auto& owner) { nodes.add(owner.node); });
+  for_each_graph(d, [&](Graph& g) {
+    for (auto& node : g.nodes) node.id = nodes.rank(node.id);
+  });
+  d.next_node = nodes.rank(d.next_node);
+  if (carried.ownership) each_owner([&](auto& owner) { owner.node = nodes.rank(owner.node); });
+}
+
+void rename_generations(Model& m) {
+  DriverState& d = m.driver;
+  IdSet generations;
+  for_each_graph(d, [&](Graph& g) { generations.add(g.generation); });
+  for (const auto& scope : m.scopes) {
+    if (scope.op == spec::Op::Try) generations.add(scope.mark.generation);
+  }
+  generations.add(d.next_generation);
+  for_each_graph(d, [&](Graph& g) { g.generation = generations.rank(g.generation); });
+  for (auto& scope : m.scopes) {
+    if (scope.op == spec::Op::Try) scope.mark.generation = generations.rank(scope.mark.generation);
+  }
+  d.next_generation = generations.rank(d.next_generation);
+}
+
+// ---- bytes ---------------------------------------------------------------------------------
+
+void write_statements(const Model& m, std::size_t begin, std::size_t end, ByteWriter& out) {
+  out.u8(end - begin);
+  for (std::size_t i = begin; i < end; ++i) {
+    const interpreter::LoggedStatement& s = m.log[i];
+    out.u8(static_cast<std::uint64_t>(s.op));
+    out.u8(s.name & 0xFFu);
+    out.u8(s.name >> 8);
+    out.u8(s.retain);
+  }
+}
+
+// Generations as ranks among those the state mentions, where a tape never saved (no
+// generation) counts as the lowest: `shift` is 1 when there is one.
+Id generation_rank(Id generation, unsigned shift) {
+  return generation == kNone ? Id{0} : static_cast<Id>(generation + shift);
+}
+
+void write_graph(const Graph& g, unsigned shift, ByteWriter& out) {
+  using Kind = driver::Node<interpreter::ModelTraits<FlatStorage>>::Kind;
+  out.u8(generation_rank(g.generation, shift));
+  out.u8(static_cast<unsigned>(g.freed) | (static_cast<unsigned>(g.live) << 1));
+  out.u8(g.nodes.size());
+  for (const auto& n : g.nodes) {
+    const unsigned kind = n.kind == Kind::Checkpoint ? 1u : 0u;
+    out.u8(kind | (static_cast<unsigned>(n.fp8) << 1) | (static_cast<unsigned>(n.owner) << 2) |
+           (static_cast<unsigned>(n.backward_ran) << 3) | (static_cast<unsigned>(n.freed) << 4));
+    const Id fields[] = {n.id, n.module, n.reentrant, n.frame, n.slot};
+    out.raw(fields, sizeof fields);
+  }
+}
+
+void write_meta(const SymbolicMeta& meta, ByteWriter& out) {
+  out.u64(meta.history);
+  out.u64(meta.current);
+  out.u32(static_cast<std::uint32_t>(meta.current_oldest_step));
+  out.u8(meta.current_from_recompute);
+}
+
+void write_machine(const statemachine::MachineState<FlatStorage>& machine, ByteWriter& out) {
+  const auto& d = machine.data;
+  out.raw(machine.regions, sizeof machine.regions);
+  out.u8(d.bit_at_autocast_entry.size());
+  for (bool b : d.bit_at_autocast_entry) out.u8(b);
+  out.u8(d.ownership_frames.size());
+  for (const auto& f : d.ownership_frames) {
+    out.u8(f.bit_before);
+    out.u8(f.capture);
+  }
+  out.u8(d.fifo.size());
+  for (const auto& e : d.fifo) {
+    out.u8(e.bit);
+    out.u8(e.capture);
+  }
+  out.u8(d.captures.size());
+  for (const auto& c : d.captures) out.u8(static_cast<unsigned>(c.bit) * 2u + c.completed);
+  out.u8(d.checkpoint_frames.size());
+  for (std::size_t i = 0; i < d.checkpoint_frames.size(); ++i) {
+    const auto& f = d.checkpoint_frames[i];
+    out.u8(static_cast<unsigned>(f.before) | (static_cast<unsigned>(f.recompute) << 2));
+    out.u8(f.capture);
+    for (const auto& r : d.replayed) {
+      if (r.frame == i) out.u8(r.module);
+    }
+    out.u8(0xFF);  // modules are below 255: the replayed list ends here
+  }
+  out.u8(d.stash_slots);
+  for (Id c = 0; c < d.stash_slots; ++c) {
+    for (const auto& run : d.stash_runs) {
+      if (run.capture == c) out.u8(static_cast<unsigned>(run.module) | (static_cast<unsigned>(run.fp8) << 7));
+    }
+    out.u8(0xFF);
+  }
+  out.u8(d.autocasts.size());
+  for (const auto& a : d.autocasts) out.u8(static_cast<unsigned>(a.mode_before) * 2u + a.recompute_internal);
+  out.u8(d.grad_frames.size());
+  for (const auto& g : d.grad_frames) out.u8(static_cast<unsigned>(g.grad_before) | (static_cast<unsigned>(g.user_grad_before) << 1));
+  out.u8(d.user_grad);
+  out.u8(d.fp8_backwards_in_pass & 0xFFu);
+  out.u8(d.fp8_backwards_in_pass >> 8);
+  out.u8(d.modules.size());
+  for (const auto& m : d.modules) {
+    out.u8(static_cast<unsigned>(m.fp8) | (static_cast<unsigned>(m.registered) << 1) |
+           (static_cast<unsigned>(m.has_stash_pos) << 2) | (static_cast<unsigned>(m.has_saved_for_restore) << 3) |
+           (static_cast<unsigned>(m.restore_pending) << 4));
+    out.u8(m.stash_depth & 0xFFu);
+    out.u8(m.stash_depth >> 8);
+  }
+}
+
+void write_model(const Model& m, bool canonical_ids, bool step_results, ByteWriter& out) {
+  const DriverState& d = m.driver;
+  // Raw generations start at 1: a tape never saved is below them without a shift.
+  const bool unsaved_tape = std::any_of(d.tapes.begin(), d.tapes.end(), [](const Graph& g) { return g.generation == kNone; });
+  const unsigned shift = canonical_ids && unsaved_tape ? 1u : 0u;
+  write_machine(m.machine, out);
+  out.u8(m.scopes.size());
+  for (const auto& scope : m.scopes) {
+    const bool checkpoint = spec::is_checkpoint(scope.op);
+    out.u8(static_cast<unsigned>(scope.op));
+    out.u8(checkpoint ? scope.call.capture : kNone);
+    out.u8(scope.call.grad_at_call);
+    out.u8(scope.call.frame);
+    out.u8(scope.op == spec::Op::Try ? generation_rank(scope.mark.generation, shift) : kNone);
+    out.u8(scope.mark.size);
+    if (checkpoint) write_statements(m, scope.body_begin, m.log.size(), out);  // its body so far
+  }
+  out.u8(static_cast<unsigned>(m.skip.active) | (static_cast<unsigned>(m.skip.until_step) << 1));
+  out.u8(m.skip.depth);
+  write_graph(d.step_graph, shift, out);
+  out.u8(d.tapes.size());
+  for (const Graph& g : d.tapes) write_graph(g, shift, out);
+  out.u8(d.records.size());
+  for (const auto& r : d.records) {
+    out.u8(r.capture);
+    out.u8(r.fp8);
+    write_statements(m, r.body.begin, r.body.end, out);
+  }
+  out.u8(d.frames.size());
+  for (const auto& f : d.frames) {
+    out.u8(f.capture);
+    out.u8(static_cast<unsigned>(f.fp8) | (static_cast<unsigned>(f.closed) << 1));
+    out.u8(f.live_nodes);
+    out.u8(f.slots);
+    out.u8(f.recomputed_count);
+    for (std::size_t k = 0; k < f.recomputed_count; ++k) out.u8(d.recomputed_slots[f.recomputed_begin + k].taken);
+    write_statements(m, f.body.begin, f.body.end, out);
+  }
+  out.u8(d.next_capture);
+  for (std::size_t c = 0; c < d.released.size(); ++c) {
+    if (d.released[c]) out.u8(c);  // the set of released captures (a false flag says nothing)
+  }
+  out.u8(kNone);
+  out.u8(d.next_node);
+  out.u8(generation_rank(d.next_generation, shift));
+  out.u32(m.step);
+  out.u8(m.step_started);
+  if (!step_results) return;
+  out.u32(m.current.forward_updates);
+  out.u32(m.current.backward_updates);
+  out.u8(m.current.raised.size());
+  for (const spec::RaisedException& e : m.current.raised) {
+    out.u8(static_cast<unsigned>(e.kind));
+    out.raw(e.message.data(), e.message.size());
+    out.u8(0);
+  }
+}
+
+void write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers& carried, ByteWriter& out) {
+  if (carried.forward_updates) {
+    out.u8(o.program_grad.grad.size());
+    for (bool g : o.program_grad.grad) out.u8(g);
+  }
+  if (carried.ownership) {
+    const auto& own = o.ownership;
+    out.u8(own.bit_before_event);
+    auto write_scopes = [&](const auto& scopes) {
+      out.u8(scopes.size());
+      for (const auto& scope : scopes) {
+        out.u8(static_cast<unsigned>(scope.recompute) | (static_cast<unsigned>(scope.bit_at_entry) << 1));
+        out.u8(scope.owners.size());
+        for (const auto& owner : scope.owners) {
+          out.u8(owner.node);
+          out.u8(owner.live);
+        }
+      }
+    };
+    write_scopes(own.open);
+    write_scopes(own.closed);
+    write_scopes(own.revivals);
+  }
+  if (!carried.numerics) return;
+  const auto& n = o.numerics;
+  out.u32(static_cast<std::uint32_t>(n.fifo_length));
+  out.u32(static_cast<std::uint32_t>(n.step));
+  out.u8(n.modules.size());
+  for (std::size_t m = 0; m < n.modules.size(); ++m) {
+    const auto& record = n.modules[m];
+    write_meta(record.forward, out);
+    write_meta(record.backward, out);
+    write_meta(record.saved_for_restore, out);
+    out.u8(record.registered);
+    for (const auto& e : n.stash) {
+      if (e.module != m) continue;
+      out.u8(1);
+      write_meta(e.value, out);
+      out.u8(e.pushed_by);
+      out.u32(static_cast<std::uint32_t>(e.step));
+    }
+    out.u8(0);
+  }
+  out.u8(n.extents.size());
+  for (std::size_t x = 0; x < n.extents.size(); ++x) {
+    out.u8(n.extents[x].capture);
+    out.u8(n.extents[x].recompute);
+    for (const auto& occ : n.occurrences) {
+      if (occ.extent != x) continue;
+      out.u8(occ.module);
+      out.u32(occ.count);
+    }
+    out.u8(0xFF);
+    for (const auto& before : n.before_pop) {
+      if (before.extent != x) continue;
+      out.u8(before.module);
+      write_meta(before.meta, out);
+    }
+    out.u8(0xFF);
+  }
+  for (const auto& key : n.seen_keys) {
+    out.u8(key.capture);
+    out.u8(key.module);
+    for (const auto& seen : n.seen) {
+      if (seen.capture == key.capture && seen.module == key.module) {
+        out.u8(1);
+        out.u64(seen.history);
+      }
+    }
+    out.u8(0);
+  }
+  out.u8(kNone);
+  out.u8(n.installed_from);
+  for (Id capture : n.kept_by) {
+    out.u8(capture);
+    for (const auto& kept : n.kept) {
+      if (kept.capture != capture) continue;
+      out.u8(kept.module);
+      write_meta(kept.meta, out);
+    }
+    out.u8(0xFF);
+  }
+  out.u8(kNone);
+  out.u8(n.dropped.size());
+  out.raw(n.dropped.data(), n.dropped.size());
+}
+
+}  // namespace
+
+void canonicalize(RunState& run, const CheckedObservers& carried) {
+  compact_records_and_frames(run.model);
+  rename_captures(run, carried);
+  rename_nodes(run, carried);
+  rename_generations(run.model);
+}
+
+void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids, bool step_results,
+                     ByteWriter& out) {
+  write_model(run.model, canonical_ids, step_results, out);
+  write_observers(run.observers, carried, out);
+}
+
+void write_canonical(const ProgramFacts& facts, bool with_reference, ByteWriter& out) {
+  if (with_reference) {
+    out.u8(static_cast<unsigned>(facts.diverged) | (static_cast<unsigned>(facts.reference_comparable) << 1));
+    out.raw(facts.tape_freed, sizeof facts.tape_freed);
+  }
+  out.u8(facts.open.size());
+  for (spec::Op op : facts.open) out.u8(static_cast<unsigned>(op));
+  out.raw(facts.tape_saved, sizeof facts.tape_saved);
+  out.u8(facts.modules_used);
+}
+
+}  // namespace fp8sm::explorer

@@ -1,0 +1,72 @@
+// The canonical form of a search state, and its bytes.
+//
+// Ids the model invents as it runs (checkpoint captures, autograd nodes, graph generations,
+// and the positions of the driver's records and frames) say nothing but order and equality:
+// fresh ids are larger than every id in use, and next-id counters are ids too. So after every
+// statement the search renames each kind of id to its rank among the ids the state mentions
+// (canonicalize), and drops the entries of tables keyed by an id nothing mentions any more
+// (a released checkpoint's capture record, stash, flags), since nothing can ever read them.
+// Two states that differ only in how many ids were handed out before, or in such dead
+// entries, become one state; and the ids stay small, so the flat state's fixed capacities
+// hold them.
+//
+// What mentions an id: the machine's stacks and FIFO, the open blocks, the nodes of every
+// graph, the counters, the observers' records carried; and, for captures, the driver's
+// records and frames that are themselves mentioned (by a node or a block). Tables keyed by a
+// capture (capture records, fp8sm's stashes, released flags, what an original forward saw,
+// kept and dropped stashes) mention nothing.
+//
+// The canonical bytes (write_canonical) are everything the run's future depends on, and
+// nothing else: not the statement log (only the bodies that replay it), not where a body
+// lies in the log, not what is derivable from the rest (the saved-tensor hooks from the open
+// blocks). Equal bytes mean equal futures.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "explorer/invariant_checker.hpp"
+#include "explorer/model_state.hpp"
+
+namespace fp8sm::explorer {
+
+// Renames the run's ids by rank and drops dead entries. `carried`: the observers whose records
+// the state carries (their ids count as mentions, and are renamed).
+void canonicalize(RunState& run, const CheckedObservers& carried);
+
+// A byte buffer written with single stores (the fingerprint is on the search's hot path).
+class ByteWriter {
+ public:
+  void clear() { size_ = 0; }
+  void u8(std::uint64_t v) {
+    reserve(1);
+    bytes_[size_++] = static_cast<char>(v);
+  }
+  void u32(std::uint32_t v) { raw(&v, sizeof v); }
+  void u64(std::uint64_t v) { raw(&v, sizeof v); }
+  void raw(const void* data, std::size_t n) {
+    reserve(n);
+    std::memcpy(bytes_.data() + size_, data, n);
+    size_ += n;
+  }
+  const char* data() const { return bytes_.data(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  void reserve(std::size_t n) {
+    if (size_ + n > bytes_.size()) bytes_.resize(std::max<std::size_t>(2 * bytes_.size(), size_ + n + 4096));
+  }
+  std::vector<char> bytes_;
+  std::size_t size_ = 0;
+};
+
+// Appends the run's canonical bytes: the model, the observers of `carried`, and (for I8) the
+// step's counts and escaped exceptions. `canonical_ids`: the run was canonicalized.
+void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids, bool step_results,
+                     ByteWriter& out);
+// Appends the program facts the future depends on (the reference's divergence only for I8).
+void write_canonical(const ProgramFacts& facts, bool with_reference, ByteWriter& out);
+
+}  // namespace fp8sm::explorer

@@ -1,0 +1,298 @@
+#include "explorer/checkpoint_numerics.hpp"
+
+#include <algorithm>
+
+namespace fp8sm::explorer {
+
+using spec::Invariant;
+using statemachine::to_id;
+
+namespace {
+
+// Sorted insertion into a list used as a set; returns whether `value` was new.
+template <class List, class Value>
+bool insert_sorted(List& list, const Value& value) {
+  auto at = std::lower_bound(list.begin(), list.end(), value);
+  if (at != list.end() && *at == value) return false;
+  list.insert(at, value);
+  return true;
+}
+template <class List, class Value>
+void erase_sorted(List& list, const Value& value) {
+  auto at = std::lower_bound(list.begin(), list.end(), value);
+  if (at != list.end() && *at == value) list.erase(at);
+}
+
+}  // namespace
+
+template <class S>
+typename NumericsState<S>::Module& CheckpointNumerics<S>::module(ModuleId m) {
+  if (m >= state_->modules.size()) state_->modules.resize(m + 1u);
+  return state_->modules[m];
+}
+
+template <class S>
+int CheckpointNumerics<S>::innermost_recompute() const {
+  for (std::size_t i = state_->extents.size(); i-- > 0;) {
+    if (state_->extents[i].recompute) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// ---- every event: upstream's FIFO, failed pops -----------------------------------------------
+
+template <class S>
+void CheckpointNumerics<S>::event_fired(const ObserverContext<S>& ctx, const spec::AnyEvent& event,
+                                        const std::optional<spec::RaisedException>& raised) {
+  // Upstream's FIFO (spec §2.1): every checkpoint forward's entry appends its bit, every
+  // recompute's entry takes the oldest.
+  if (ctx.machine->semantics() == spec::Semantics::Upstream && !raised) {
+    if (std::holds_alternative<spec::CheckpointForwardEnter>(event)) ++state_->fifo_length;
+    if (std::holds_alternative<spec::RecomputeEnter>(event) && state_->fifo_length > 0) --state_->fifo_length;
+  }
+  // A stash pop, a restore or a FIFO pop that found nothing (not a saved-tensor unpack).
+  const bool pops = std::holds_alternative<spec::ModulePrepare>(event) ||
+                    std::holds_alternative<spec::ModuleEndForward>(event) ||
+                    std::holds_alternative<spec::RecomputeEnter>(event);
+  if (raised && pops &&
+      (raised->kind == spec::ExceptionKind::KeyError || raised->kind == spec::ExceptionKind::IndexError)) {
+    ctx.violate(Invariant::I4, Reason::PopFoundNothing, static_cast<std::uint64_t>(raised->kind), 0, 0, 0,
+                raised->message);
+  }
+}
+
+// ---- the step's end: I4, nothing left over ---------------------------------------------------
+
+template <class S>
+void CheckpointNumerics<S>::step_end(const ObserverContext<S>& ctx) {
+  State& st = *state_;
+  for (std::size_t m = 0; m < st.modules.size(); ++m) {
+    const auto entries = std::count_if(st.stash.begin(), st.stash.end(), [&](const auto& e) { return e.module == m; });
+    if (entries != 0) ctx.violate(Invariant::I4, Reason::StashLeftAtStepEnd, m, static_cast<std::uint64_t>(entries));
+  }
+  for (Id capture : st.kept_by) {
+    if (!std::binary_search(st.dropped.begin(), st.dropped.end(), capture)) continue;
+    const auto entries = std::count_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == capture; });
+    if (entries != 0) ctx.violate(Invariant::I4, Reason::KeptStashOfDroppedCheckpoint, static_cast<std::uint64_t>(entries));
+  }
+  if (st.fifo_length != 0) {
+    ctx.violate(Invariant::I4, Reason::FifoLeftAtStepEnd, static_cast<std::uint64_t>(st.fifo_length));
+  }
+}
+
+// ---- updates: I5 and I9 at the forward update ------------------------------------------------
+
+template <class S>
+void CheckpointNumerics<S>::forward_update(const ObserverContext<S>& ctx) {
+  State& st = *state_;
+  for (std::size_t m = 0; m < st.modules.size(); ++m) {
+    auto& record = st.modules[m];
+    SymbolicMeta& meta = record.forward;
+    if (meta.current == 0) continue;
+    if (!record.registered) {
+      ctx.violate(Invariant::I9, Reason::CastButNotRegistered, m);
+      continue;
+    }
+    if (meta.current_from_recompute) ctx.violate(Invariant::I5, Reason::FoldsRecomputeAmax);
+    if (meta.current_oldest_step < st.step) ctx.violate(Invariant::I5, Reason::FoldsEarlierStepAmax);
+    meta.fold();
+  }
+}
+
+template <class S>
+void CheckpointNumerics<S>::discard_forward_amax() {
+  for (auto& record : state_->modules) record.forward.discard_current();
+}
+
+template <class S>
+void CheckpointNumerics<S>::module_backward(ModuleId m, bool fp8) {
+  if (!fp8) return;
+  SymbolicMeta& meta = module(m).backward;
+  meta.accumulate(amax_tag(m, state_->step, meta.history, true), false, state_->step);
+}
+
+template <class S>
+void CheckpointNumerics<S>::backward_update() {
+  for (auto& record : state_->modules) {
+    if (record.registered) record.backward.fold();
+  }
+}
+
+// ---- extents ----------------------------------------------------------------------------------
+
+template <class S>
+void CheckpointNumerics<S>::checkpoint_forward_begin(CaptureId c) {
+  state_->extents.push_back(typename State::Extent{to_id<S>(c), false});
+}
+
+template <class S>
+void CheckpointNumerics<S>::checkpoint_forward_end() {
+  state_->extents.pop_back();
+}
+
+template <class S>
+void CheckpointNumerics<S>::recompute_begin(const ObserverContext<S>& ctx, CaptureId c) {
+  State& st = *state_;
+  if (st.installed_from != State::kNone && st.installed_from != c) {
+    ctx.violate(Invariant::I4, Reason::BitFromAnotherCheckpoint);
+  }
+  st.installed_from = State::kNone;
+  st.extents.push_back(typename State::Extent{to_id<S>(c), true});
+}
+
+template <class S>
+void CheckpointNumerics<S>::recompute_end(const ObserverContext<S>& ctx) {
+  State& st = *state_;
+  const auto top = static_cast<Id>(st.extents.size() - 1);
+  for (const auto& before : st.before_pop) {
+    if (before.extent == top && module(static_cast<ModuleId>(before.module)).forward != before.meta) {
+      ctx.violate(Invariant::I5, Reason::RecomputeChangesScaling, before.module);
+    }
+  }
+  // What the recompute counted goes with it.
+  auto of_top = [&](const auto& entry) { return entry.extent == top; };
+  st.occurrences.erase(std::remove_if(st.occurrences.begin(), st.occurrences.end(), of_top), st.occurrences.end());
+  st.before_pop.erase(std::remove_if(st.before_pop.begin(), st.before_pop.end(), of_top), st.before_pop.end());
+  st.extents.pop_back();
+}
+
+template <class S>
+void CheckpointNumerics<S>::ownership_installed(CaptureId c) {
+  state_->installed_from = to_id<S>(c);
+}
+
+// ---- casts: what an original forward saw, what its recompute sees ----------------------------
+
+template <class S>
+void CheckpointNumerics<S>::module_computed(const ObserverContext<S>& ctx, ModuleId m, bool recompute) {
+  if (!ctx.machine->module(m).fp8) return;  // no FP8 cast, nothing read or accumulated
+  State& st = *state_;
+  SymbolicMeta& meta = module(m).forward;
+  const Id module_id = to_id<S>(m);
+  for (std::size_t e = 0; e < st.extents.size(); ++e) {
+    const typename State::Extent extent = st.extents[e];
+    insert_sorted(st.seen_keys, typename State::SeenKey{extent.capture, module_id});
+    if (!extent.recompute) {
+      st.seen.push_back(typename State::Seen{meta.history, extent.capture, module_id});
+      continue;
+    }
+    // This recompute's k-th computation of m against the original's k-th.
+    const Id at = static_cast<Id>(e);
+    auto occurrence = std::find_if(st.occurrences.begin(), st.occurrences.end(), [&](const auto& o) {
+      return o.extent > at || (o.extent == at && o.module >= module_id);
+    });
+    if (occurrence == st.occurrences.end() || occurrence->extent != at || occurrence->module != module_id) {
+      occurrence = st.occurrences.insert(occurrence, typename State::Occurrence{at, module_id, 0});
+    }
+    int k = occurrence->count++;
+    for (const auto& seen : st.seen) {
+      if (seen.capture != extent.capture || seen.module != module_id || k-- != 0) continue;
+      if (seen.history != meta.history) ctx.violate(Invariant::I5, Reason::RecomputeSeesOtherScaling, m);
+      break;
+    }
+  }
+  meta.accumulate(amax_tag(m, st.step, meta.history, false), recompute, st.step);
+}
+
+template <class S>
+void CheckpointNumerics<S>::registered(const ObserverContext<S>& ctx, ModuleId m) {
+  auto& record = module(m);
+  if (record.registered) ctx.violate(Invariant::I9, Reason::RegisteredTwice, m);
+  if (innermost_recompute() >= 0) ctx.violate(Invariant::I9, Reason::RegisteredInRecompute, m);
+  record.registered = true;
+}
+
+// ---- the modules' deques (upstream, pr3213) --------------------------------------------------
+
+template <class S>
+void CheckpointNumerics<S>::stash(ModuleId m) {
+  State& st = *state_;
+  typename State::StashEntry entry;
+  entry.value = module(m).forward;
+  entry.step = st.step;
+  entry.module = to_id<S>(m);
+  if (!st.extents.empty() && !st.extents.back().recompute) entry.pushed_by = st.extents.back().capture;
+  st.stash.push_back(entry);
+}
+
+template <class S>
+void CheckpointNumerics<S>::save_for_restore(ModuleId m) {
+  State& st = *state_;
+  auto& record = module(m);
+  record.saved_for_restore = record.forward;
+  const int recompute = innermost_recompute();
+  if (recompute < 0) return;
+  const auto extent = static_cast<Id>(recompute);
+  const Id module_id = to_id<S>(m);
+  const auto at = std::find_if(st.before_pop.begin(), st.before_pop.end(), [&](const auto& b) {
+    return b.extent > extent || (b.extent == extent && b.module >= module_id);
+  });
+  if (at != st.before_pop.end() && at->extent == extent && at->module == module_id) return;  // keeps the first
+  st.before_pop.insert(at, typename State::BeforePop{record.forward, extent, module_id});
+}
+
+template <class S>
+void CheckpointNumerics<S>::pop_stash(const ObserverContext<S>& ctx, ModuleId m) {
+  State& st = *state_;
+  const auto at = std::find_if(st.stash.begin(), st.stash.end(), [&](const auto& e) { return e.module == m; });
+  const typename State::StashEntry entry = *at;
+  st.stash.erase(at);
+  const int recompute = innermost_recompute();
+  const bool paired = entry.pushed_by != State::kNone && recompute >= 0 &&
+                      entry.pushed_by == st.extents[static_cast<std::size_t>(recompute)].capture &&
+                      entry.step == st.step;
+  if (!paired) ctx.violate(Invariant::I4, Reason::UnpairedStashPop, m);
+  module(m).forward = entry.value;
+}
+
+template <class S>
+void CheckpointNumerics<S>::restore(ModuleId m) {
+  auto& record = module(m);
+  record.forward = record.saved_for_restore;
+}
+
+// ---- each checkpoint's kept stash (fp8sm) ----------------------------------------------------
+
+template <class S>
+void CheckpointNumerics<S>::stash_for(ModuleId m, CaptureId c) {
+  State& st = *state_;
+  insert_sorted(st.kept_by, to_id<S>(c));
+  st.kept.push_back(typename State::Kept{module(m).forward, to_id<S>(c), to_id<S>(m)});
+}
+
+template <class S>
+void CheckpointNumerics<S>::replay_stash(const ObserverContext<S>& ctx, ModuleId m, CaptureId c, unsigned occurrence) {
+  State& st = *state_;
+  const int recompute = innermost_recompute();
+  if (recompute < 0 || st.extents[static_cast<std::size_t>(recompute)].capture != c) {
+    ctx.violate(Invariant::I4, Reason::ReplayOutsideRecompute, m);
+  }
+  insert_sorted(st.kept_by, to_id<S>(c));  // looking a checkpoint up gives it an (empty) stash
+  unsigned seen = 0;
+  for (const auto& kept : st.kept) {
+    if (kept.capture == c && kept.module == m && seen++ == occurrence) {
+      module(m).forward = kept.meta;
+      return;
+    }
+  }
+  ctx.violate(Invariant::I4, Reason::ReplayNeverKept, m);
+}
+
+template <class S>
+void CheckpointNumerics<S>::release_stash(CaptureId c) {
+  State& st = *state_;
+  erase_sorted(st.kept_by, c);
+  st.kept.erase(std::remove_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == c; }),
+                st.kept.end());
+  erase_sorted(st.dropped, c);
+}
+
+template <class S>
+void CheckpointNumerics<S>::checkpoint_dropped(CaptureId c) {
+  insert_sorted(state_->dropped, to_id<S>(c));
+}
+
+template class CheckpointNumerics<statemachine::GrowableStorage>;
+template class CheckpointNumerics<statemachine::FlatStorage>;
+
+}  // namespace fp8sm::explorer

@@ -1,0 +1,157 @@
+// Where the model's lists live. Every list of the model's state (the machine's stacks, the
+// driver's tape and ledger, the interpreter's blocks, the observers' records) is declared as
+// `typename S::template List<T, Tag>` over a storage policy S:
+//
+//   GrowableStorage  std::vector: the runtime, `explorer run` and the tests, which may hold
+//                    programs of any length;
+//   FlatStorage      BoundedVector, a fixed-capacity array inside the value itself: the
+//                    exhaustive search, whose states are trivially copyable values (a successor
+//                    is a memcpy of its parent, a few events and a hash, and allocates nothing).
+//
+// A Tag names one list and gives its capacity in the flat state (kCapacity) and what it holds
+// (kWhat), for the refusal when a program needs more. Ids and positions are `S::Id`: 32 bits
+// for the growable storage, 8 for the flat one (whose ids are kept small: the search renames
+// them by rank after each statement, explorer/canonical_state.hpp).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace fp8sm::statemachine {
+
+// A program needs more room than the flat state has: more entries in one list, or an id that
+// does not fit. The exhaustive search sizes its capacities for the depths it accepts, so this
+// is a refusal of the program (exit 2), never a wrong answer.
+class CapacityError : public std::length_error {
+ public:
+  using std::length_error::length_error;
+};
+
+#define FP8SM_CAPACITY(NAME, CAPACITY, WHAT)              \
+  struct NAME {                                           \
+    static constexpr std::size_t kCapacity = (CAPACITY);  \
+    static constexpr const char* kWhat = (WHAT);          \
+  }
+
+[[noreturn]] inline void capacity_exceeded(std::size_t capacity, const char* what) {
+  throw CapacityError("the program needs more than " + std::to_string(capacity) + " " + what +
+                      " in the model's fixed-capacity state");
+}
+
+// A vector of at most N elements of a trivially copyable T, stored inline. Slots at and past
+// size() always hold T{}, so equal lists have equal bytes and a copy is a memcpy.
+template <class T, std::size_t N, class Tag>
+class BoundedVector {
+  static_assert(std::is_trivially_copyable_v<T>, "the flat state is copied as bytes");
+  static_assert(N > 0 && N <= 255, "sizes are one byte");
+
+ public:
+  using value_type = T;
+  using iterator = T*;
+  using const_iterator = const T*;
+  static constexpr std::size_t kCapacity = N;
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  static constexpr std::size_t capacity() { return N; }
+
+  T& operator[](std::size_t i) { return items_[i]; }
+  const T& operator[](std::size_t i) const { return items_[i]; }
+  T& front() { return items_[0]; }
+  const T& front() const { return items_[0]; }
+  T& back() { return items_[size_ - 1]; }
+  const T& back() const { return items_[size_ - 1]; }
+  T* begin() { return items_; }
+  T* end() { return items_ + size_; }
+  const T* begin() const { return items_; }
+  const T* end() const { return items_ + size_; }
+  const T* data() const { return items_; }
+  auto rbegin() { return std::make_reverse_iterator(end()); }
+  auto rend() { return std::make_reverse_iterator(begin()); }
+  auto rbegin() const { return std::make_reverse_iterator(end()); }
+  auto rend() const { return std::make_reverse_iterator(begin()); }
+
+  void push_back(const T& value) {
+    if (size_ == N) capacity_exceeded(N, Tag::kWhat);
+    items_[size_++] = value;
+  }
+  void pop_back() { items_[--size_] = T{}; }
+  void clear() { resize(0); }
+  void resize(std::size_t n, const T& value = T{}) {
+    if (n > N) capacity_exceeded(N, Tag::kWhat);
+    for (std::size_t i = size_; i < n; ++i) items_[i] = value;
+    for (std::size_t i = n; i < size_; ++i) items_[i] = T{};
+    size_ = static_cast<std::uint8_t>(n);
+  }
+  T* erase(T* first, T* last) {
+    T* kept_end = std::copy(last, end(), first);
+    std::fill(kept_end, end(), T{});
+    size_ = static_cast<std::uint8_t>(kept_end - items_);
+    return first;
+  }
+  T* erase(T* at) { return erase(at, at + 1); }
+  void swap(BoundedVector& other) {
+    BoundedVector kept = *this;
+    *this = other;
+    other = kept;
+  }
+  T* insert(T* at, const T& value) {
+    if (size_ == N) capacity_exceeded(N, Tag::kWhat);
+    const std::ptrdiff_t i = at - items_;
+    std::copy_backward(items_ + i, end(), end() + 1);
+    items_[i] = value;
+    ++size_;
+    return items_ + i;
+  }
+
+ private:
+  T items_[N]{};
+  std::uint8_t size_ = 0;
+};
+
+struct GrowableStorage {
+  template <class T, class Tag>
+  using List = std::vector<T>;
+  using Id = std::uint32_t;
+  static constexpr bool kFlat = false;
+};
+
+struct FlatStorage {
+  template <class T, class Tag>
+  using List = BoundedVector<T, Tag::kCapacity, Tag>;
+  using Id = std::uint8_t;
+  static constexpr bool kFlat = true;
+};
+
+// An id or position of the model stored in S::Id; kNone is "no id" (an unset position).
+template <class S>
+inline constexpr typename S::Id kNone = std::numeric_limits<typename S::Id>::max();
+
+template <class S, class Value>
+typename S::Id to_id(Value value) {
+  static_assert(std::is_integral_v<Value>);
+  if (value < 0 || static_cast<std::uint64_t>(value) >= kNone<S>) {
+    throw CapacityError("the program needs more than " + std::to_string(kNone<S>) +
+                        " checkpoint, node or graph ids in the model's fixed-capacity state");
+  }
+  return static_cast<typename S::Id>(value);
+}
+
+// A position (or kNone) as an int, for code that counts with -1 for "none".
+template <class S>
+int position_of(typename S::Id id) {
+  return id == kNone<S> ? -1 : static_cast<int>(id);
+}
+template <class S>
+typename S::Id id_of_position(int position) {
+  return position < 0 ? kNone<S> : to_id<S>(position);
+}
+
+}  // namespace fp8sm::statemachine
