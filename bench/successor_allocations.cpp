@@ -1,11 +1,11 @@
 // How many heap allocations one successor of the exhaustive search costs, and in which part:
-// copying the parent state, executing the statement, encoding the result for its fingerprint,
-// and judging the end of the program there. The flat model state (one fixed-size value per
-// state) is meant to bring every figure to zero; this prints how far there is to go.
+// copying the parent's carried parts, executing the statement, taking the fingerprint of its
+// canonical bytes, and judging the end of the program there. With the flat model state every
+// figure is zero (tests/test_flat_state.cpp asserts it); this prints them.
 //
-// It walks every program of up to `--depth` statements depth first (without merging equal
-// states: the figures are per successor tried), counting the calls of the global operator new
-// made by each part.
+// It walks every program of up to `--depth` statements depth first (explorer/successor_walk.hpp:
+// without merging equal states, so the figures are per successor tried), counting the calls of
+// the global operator new made by each part.
 //
 //   bench/successor_allocations [--depth N] [--semantics fp8sm|upstream|pr3213] [--check I1,...]
 #include <CLI/CLI.hpp>
@@ -17,8 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "explorer/alphabet.hpp"
-#include "explorer/model_state.hpp"
+#include "explorer/successor_walk.hpp"
 #include "spec/invariants.hpp"
 #include "spec/semantics.hpp"
 
@@ -51,8 +50,6 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
-using fp8sm::explorer::ModelState;
-
 struct Part {
   const char* name;
   unsigned long long allocations = 0;
@@ -62,53 +59,6 @@ struct Part {
     most = std::max(most, n);
   }
 };
-
-struct Counts {
-  unsigned long long successors = 0;
-  Part copy{"copy the parent"}, apply{"execute the statement"}, encode{"encode for the fingerprint"},
-      end{"judge the program's end"};
-};
-
-// The states a level of the walk assigns its successors into. Like the search's workers, which
-// keep theirs for the whole search, a level keeps them across parents: storage grown by one
-// successor serves the next ones.
-struct Level {
-  explicit Level(const ModelState& root) : state(root), last(root) {}
-  ModelState state;
-  ModelState last;
-};
-
-// Every successor of `parent` and, while `remaining` allows, theirs (depth first: memory stays
-// one path of states), each part counted as the search runs it. `levels` holds the recycled
-// states of this level and the ones below.
-void visit(const ModelState& parent, int remaining, Counts& counts, std::vector<Level>& levels, std::size_t level) {
-  if (remaining == 0) return;
-  std::vector<fp8sm::spec::Statement> alphabet;
-  fp8sm::explorer::next_statements(parent, fp8sm::explorer::AlphabetOptions{}, alphabet);
-  thread_local std::string bytes;
-  ModelState& state = levels[level].state;
-  ModelState& last = levels[level].last;
-  for (const fp8sm::spec::Statement& s : alphabet) {
-    ++counts.successors;
-    unsigned long long before = g_allocations;
-    state = parent;
-    counts.copy.add(g_allocations - before);
-    before = g_allocations;
-    state.apply(s);
-    counts.apply.add(g_allocations - before);
-    before = g_allocations;
-    bytes.clear();
-    state.encode(bytes);
-    counts.encode.add(g_allocations - before);
-    if (state.open_blocks().empty()) {
-      last = state;  // the search judges the end on the chain's last state itself
-      before = g_allocations;
-      (void)last.end_here_and_discard();
-      counts.end.add(g_allocations - before);
-    }
-    visit(state, remaining - 1, counts, levels, level + 1);
-  }
-}
 
 }  // namespace
 
@@ -139,15 +89,20 @@ int main(int argc, char** argv) {
     at = comma + 1;
   }
 
-  Counts counts;
-  const ModelState root(*parsed_semantics, check_set);
-  std::vector<Level> levels(static_cast<std::size_t>(depth), Level(root));
-  visit(root, depth, counts, levels, 0);
+  Part parts[] = {{"copy the parent"}, {"execute the statement"}, {"fingerprint"}, {"judge the program's end"}};
+  fp8sm::explorer::ModelRunner runner(*parsed_semantics, check_set, true);
+  auto around = [&](fp8sm::explorer::SuccessorPart part, auto&& run) {
+    const unsigned long long before = g_allocations;
+    run();
+    parts[static_cast<int>(part)].add(g_allocations - before);
+  };
+  fp8sm::explorer::SuccessorWalk<decltype(around)> walk(runner, depth, around);
+  const unsigned long long successors = walk.run(depth);
   std::printf("%s, depth %d, %s: %llu successors\n", semantics.c_str(), depth,
-              checks.empty() ? "all invariants" : checks.c_str(), counts.successors);
-  for (const Part* part : {&counts.copy, &counts.apply, &counts.encode, &counts.end}) {
+              checks.empty() ? "all invariants" : checks.c_str(), successors);
+  for (const Part* part : {&parts[0], &parts[1], &parts[2], &parts[3]}) {
     std::printf("  %-28s %8.1f allocations per successor (at most %llu)\n", part->name,
-                static_cast<double>(part->allocations) / static_cast<double>(counts.successors), part->most);
+                static_cast<double>(part->allocations) / static_cast<double>(successors), part->most);
   }
   return 0;
 }

@@ -203,8 +203,13 @@ int depth_command(explorer::SearchOptions options, const std::string& semantics,
   options.semantics = semantics_option(semantics);
   if (!max_memory.empty()) options.max_memory = memory_option(max_memory);
   if (!checks.empty()) options.checks = checks_option(checks);
-  if (options.depth < 0) throw UsageError{"--depth: must be 0 or more"};
-  if (options.alphabet.modules < 1 || options.alphabet.modules > 16) throw UsageError{"--modules: must be 1 to 16"};
+  if (options.depth < 0 || options.depth > explorer::kMaxSearchDepth) {
+    throw UsageError{"--depth: must be 0 to " + std::to_string(explorer::kMaxSearchDepth) +
+                     " (the search's fixed-capacity states are sized for that; docs/explorer.md \"Capacities\")"};
+  }
+  if (options.alphabet.modules < 1 || options.alphabet.modules > explorer::kMaxSearchModules) {
+    throw UsageError{"--modules: must be 1 to " + std::to_string(explorer::kMaxSearchModules) + " with --depth"};
+  }
   if (options.threads < 1 || options.threads > kMaxThreads) {
     throw UsageError{"--threads: must be 1 to " + std::to_string(kMaxThreads)};
   }
@@ -365,7 +370,7 @@ int main(int argc, char** argv) {
   app.add_option("--semantics", o.semantics,
                  "fp8sm, upstream or pr3213 (default fp8sm; with catalogue: only this one)");
   app.add_option("--modules", o.search.alphabet.modules,
-                 "with --depth or random: module names L0.. (1 to 16, default 2; random: 3)");
+                 "with --depth or random: module names L0.. (1 to 8 with --depth, 16 with random; default 2, random: 3)");
   app.add_option("--check", o.checks, "with --depth: only these invariants, e.g. I1,I4");
   app.add_option("--threads", o.search.threads,
                  "with --depth: worker threads (1 to " + std::to_string(kMaxThreads) + ", default 1)");

@@ -22,7 +22,7 @@ namespace fp8sm::explorer {
 namespace capacity {
 FP8SM_CAPACITY(ProgramGrad, 24, "no_grad blocks and grad pushes");
 FP8SM_CAPACITY(OpenOwnershipScopes, 8, "open ownership scopes");
-FP8SM_CAPACITY(ClosedOwnershipScopes, 16, "ownership scopes closed in one step");
+FP8SM_CAPACITY(ClosedOwnershipScopes, 24, "ownership scopes closed in one step");
 FP8SM_CAPACITY(Owners, 8, "owners in one ownership scope");
 FP8SM_CAPACITY(ObservedModules, 8, "modules");
 FP8SM_CAPACITY(StashEntries, 32, "stash entries");
@@ -30,9 +30,9 @@ FP8SM_CAPACITY(Extents, 24, "checkpoint forwards and recomputes in progress");
 FP8SM_CAPACITY(Occurrences, 24, "modules computed by a recompute");
 FP8SM_CAPACITY(SeenKeys, 24, "modules of checkpoints' original forwards");
 FP8SM_CAPACITY(SeenHistories, 32, "scalings seen by checkpoints' original forwards");
-FP8SM_CAPACITY(KeptCheckpoints, 16, "checkpoints keeping a stash");
+FP8SM_CAPACITY(KeptCheckpoints, 24, "checkpoints keeping a stash");
 FP8SM_CAPACITY(KeptEntries, 32, "stash entries kept by checkpoints");
-FP8SM_CAPACITY(DroppedCheckpoints, 16, "checkpoints released with a stash");
+FP8SM_CAPACITY(DroppedCheckpoints, 32, "checkpoints released with a stash");
 }  // namespace capacity
 
 template <class S>

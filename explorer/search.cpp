@@ -9,6 +9,9 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
 #include <thread>
 #include "explorer/fingerprint_set.hpp"
 #include "explorer/model_state.hpp"
@@ -173,28 +176,48 @@ class Search {
       ready[i % window].store(true, std::memory_order_release);
       return true;
     };
+    // A program the flat state cannot hold (statemachine::CapacityError) stops every thread;
+    // the first such error is rethrown once they have all stopped.
+    std::mutex failure_mutex;
+    std::exception_ptr failure;
+    std::atomic<bool> failed{false};
+    auto fail = [&] {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      failed.store(true, std::memory_order_release);
+      stop.store(true, std::memory_order_relaxed);
+    };
     auto worker = [&] {
-      Scratch scratch(options_);
-      while (!stop.load(std::memory_order_relaxed) && cursor.load(std::memory_order_relaxed) < n) {
-        if (!expand_one(scratch)) std::this_thread::yield();  // the window is full: the merge is behind
+      try {
+        Scratch scratch(options_);
+        while (!stop.load(std::memory_order_relaxed) && cursor.load(std::memory_order_relaxed) < n) {
+          if (!expand_one(scratch)) std::this_thread::yield();  // the window is full: the merge is behind
+        }
+      } catch (...) {
+        fail();
       }
     };
     std::vector<std::thread> pool;
     for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    Scratch scratch(options_);
-    for (std::size_t m = 0; m < n && stopped_ == StopReason::None;) {
-      if (ready[m % window].load(std::memory_order_acquire)) {
-        Links& links = produced[m % window];
-        merge(links, layer[m], depth + 1, next, stats);
-        links.clear();
-        ready[m % window].store(false, std::memory_order_relaxed);
-        merged.store(++m, std::memory_order_release);
-      } else if (!expand_one(scratch)) {
-        std::this_thread::yield();  // the next parent to merge is being expanded by a worker
+    try {
+      Scratch scratch(options_);
+      for (std::size_t m = 0; m < n && stopped_ == StopReason::None && !failed.load(std::memory_order_acquire);) {
+        if (ready[m % window].load(std::memory_order_acquire)) {
+          Links& links = produced[m % window];
+          merge(links, layer[m], depth + 1, next, stats);
+          links.clear();
+          ready[m % window].store(false, std::memory_order_relaxed);
+          merged.store(++m, std::memory_order_release);
+        } else if (!expand_one(scratch)) {
+          std::this_thread::yield();  // the next parent to merge is being expanded by a worker
+        }
       }
+    } catch (...) {
+      fail();
     }
     stop.store(true, std::memory_order_relaxed);
     for (std::thread& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
     return next;
   }
 
@@ -309,6 +332,14 @@ class Search {
 }  // namespace
 
 SearchResult search(const SearchOptions& options, const ProgressCallback& progress) {
+  if (options.depth > kMaxSearchDepth) {
+    throw std::invalid_argument("the search's flat states hold programs of up to " + std::to_string(kMaxSearchDepth) +
+                                " statements (docs/explorer.md \"Capacities\"), not " + std::to_string(options.depth));
+  }
+  if (options.alphabet.modules > kMaxSearchModules) {
+    throw std::invalid_argument("the search's flat states hold up to " + std::to_string(kMaxSearchModules) +
+                                " modules, not " + std::to_string(options.alphabet.modules));
+  }
   return Search(options, progress).run();
 }
 

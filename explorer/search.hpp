@@ -27,6 +27,13 @@
 
 namespace fp8sm::explorer {
 
+// The flat state's capacities (statemachine/storage.hpp and the lists' declarations) are
+// sized for programs of up to this many statements over up to this many modules; search()
+// refuses more. A program within them that still needs more room than a list has stops the
+// search with statemachine::CapacityError, naming the list.
+inline constexpr int kMaxSearchDepth = 8;
+inline constexpr int kMaxSearchModules = 8;
+
 struct SearchOptions {
   int depth = 4;
   spec::Semantics semantics = spec::Semantics::Upstream;

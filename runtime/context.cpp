@@ -30,7 +30,8 @@ Context::Context(Recipe recipe, std::unique_ptr<Backend> backend, spec::Semantic
       group_(group),
       machine_(std::make_unique<statemachine::Machine>(semantics, static_cast<statemachine::Hooks*>(this))),
       silent_(std::make_unique<statemachine::Observer>()),
-      driver_(std::make_unique<Driver>(*machine_, *this, *silent_)) {
+      driver_state_(std::make_unique<driver::DriverState<RuntimeTraits>>()),
+      driver_(std::make_unique<Driver>(*machine_, *this, *silent_, *driver_state_)) {
   if (!backend_) throw std::invalid_argument("Context: no backend");
 }
 
@@ -111,11 +112,11 @@ Matrix Context::run_module(ModuleId m, const ModuleCompute& compute) {
 void Context::record_function(std::shared_ptr<NodeFunction> function) { driver_->function_recorded(std::move(function)); }
 
 Context::TapeMark Context::mark() const {
-  const driver::TapeMark m = driver_->mark();
+  const driver::TapeMark<statemachine::GrowableStorage> m = driver_->mark();
   return {m.generation, m.size};
 }
 
-void Context::discard_since(const TapeMark& mark) { driver_->discard_since(driver::TapeMark{mark.generation, mark.size}); }
+void Context::discard_since(const TapeMark& mark) { driver_->discard_since(driver::TapeMark<statemachine::GrowableStorage>{mark.generation, static_cast<std::uint32_t>(mark.size)}); }
 bool Context::has_recorded() const { return driver_->has_recorded(spec::kCurrentGraph); }
 bool Context::in_recompute() const { return driver_->recompute_depth() > 0; }
 

@@ -36,14 +36,19 @@
 #include "spec/semantics.hpp"
 #include "spec/step_result.hpp"
 #include "statemachine/hooks.hpp"
+#include "statemachine/storage.hpp"
 
 namespace fp8sm::statemachine {
-class Machine;
+template <class S>
+class BasicMachine;
+using Machine = BasicMachine<GrowableStorage>;
 class Observer;
 }
 namespace fp8sm::driver {
 template <class Traits>
 class Driver;
+template <class Traits>
+struct DriverState;
 }
 
 namespace fp8sm::runtime {
@@ -86,6 +91,7 @@ struct CheckpointBody {
 // The runtime as the driver's host: a node keeps its function, a checkpoint's body is shared
 // (the driver copies a body while it runs: a recompute may grow the ledger under it).
 struct RuntimeTraits {
+  using Storage = statemachine::GrowableStorage;
   using Host = Context;
   using NodePayload = std::shared_ptr<NodeFunction>;
   using Body = std::shared_ptr<const CheckpointBody>;
@@ -223,6 +229,7 @@ class Context : private statemachine::Hooks {
   AmaxReductionGroup* group_;
   std::unique_ptr<statemachine::Machine> machine_;
   std::unique_ptr<statemachine::Observer> silent_;  // the driver's observer: the runtime checks nothing
+  std::unique_ptr<driver::DriverState<RuntimeTraits>> driver_state_;  // the tape and the checkpoint ledger
   std::unique_ptr<Driver> driver_;
 
   std::vector<ModuleMeta> modules_;

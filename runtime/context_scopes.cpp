@@ -58,7 +58,7 @@ class CheckpointNode final : public NodeFunction {
 // §3.5: the checkpoint's call, its function, and its end (which records the reentrant node or
 // closes the frame), the end also while an exception leaves the function.
 Matrix Context::run_checkpoint(CheckpointMode mode, const CheckpointFunction& function, const Matrix& input) {
-  const driver::CheckpointCall call = driver_->checkpoint_begin(mode == CheckpointMode::Reentrant);
+  const driver::CheckpointCall<statemachine::GrowableStorage> call = driver_->checkpoint_begin(mode == CheckpointMode::Reentrant);
   if (call.plain) return function(input);  // spec §3.5 "Dispatch": no checkpoint at all
   auto body = std::make_shared<const CheckpointBody>(CheckpointBody{function, input});
   Matrix output;

@@ -139,11 +139,23 @@ TEST(ExplorerList, ShowsTheWholeCatalogue) {
 // An incomplete search says so in its exit status (3) and its text, never "holding"; a
 // violation found before the budget stopped it is still a violation (1).
 TEST(ExplorerDepth, AnIncompleteSearchIsNeitherCleanNorHolding) {
-  const Result r = explorer("--depth 1000 --max-states 10");
+  const Result r = explorer("--depth 8 --max-states 10");
   EXPECT_EQ(r.status, 3) << r.out;
   EXPECT_EQ(r.out.find("holding:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("not violated in what was explored (incomplete search)"), std::string::npos) << r.out;
   EXPECT_EQ(explorer("--depth 4 --semantics upstream --max-states 2000").status, 1);
+}
+
+// The search's flat states are sized for programs of up to 8 statements over up to 8
+// modules: more is refused at once, saying why, not discovered halfway through a search.
+TEST(ExplorerDepth, DepthsAndModulesPastTheFlatStatesCapacitiesAreRefused) {
+  const Result deep = explorer("--depth 9");
+  EXPECT_EQ(deep.status, 2) << deep.out;
+  EXPECT_NE(deep.out.find("--depth: must be 0 to 8"), std::string::npos) << deep.out;
+  const Result wide = explorer("--depth 2 --modules 9");
+  EXPECT_EQ(wide.status, 2) << wide.out;
+  EXPECT_NE(wide.out.find("--modules: must be 1 to 8"), std::string::npos) << wide.out;
+  EXPECT_EQ(explorer("random --modules 16 --count 1").status, 0);  // programs to run need no flat state
 }
 
 // Options stand before or after the command and are honoured there (they used to be dropped
@@ -207,7 +219,7 @@ TEST(ExplorerErrors, OutOfMemoryIsOneLineAndExitTwo) {
   GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: no limit can be set";
 #else
   const Result r = fp8sm::test_support::run_command("bash -c 'ulimit -v 40000; exec " + std::string(FP8SM_EXPLORER) +
-                                                    " --depth 9 --threads 1' 2>&1");
+                                                    " --depth 8 --threads 1' 2>&1");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("explorer: error: out of memory"), std::string::npos) << r.out;
 #endif
