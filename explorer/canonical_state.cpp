@@ -1,6 +1,7 @@
 #include "explorer/canonical_state.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace fp8sm::explorer {
 
@@ -26,6 +27,23 @@ class IdSet {
     if (id == kNone) return kNone;
     if (!ready_) build();
     return rank_[id];
+  }
+  // Whether the set is {0, ..., k - 1} for some k, and that k: renaming it changes nothing.
+  bool is_prefix(std::size_t& k) const {
+    std::size_t w = 0;
+    while (w < 4 && words_[w] == ~std::uint64_t{0}) ++w;
+    if (w == 4) {
+      k = 256;
+      return true;
+    }
+    const std::uint64_t rest = words_[w];
+    const unsigned zero = static_cast<unsigned>(__builtin_ctzll(~rest));  // the first id missing
+    if ((rest >> zero) != 0) return false;
+    for (std::size_t v = w + 1; v < 4; ++v) {
+      if (words_[v] != 0) return false;
+    }
+    k = w * 64 + zero;
+    return true;
   }
   // How many elements are below `bound` (which need not be one).
   Id count_below(std::size_t bound) const {
@@ -90,6 +108,11 @@ void compact_records_and_frames(Model& m) {
   });
   for (const auto& scope : m.scopes) frames.add(scope.call.frame);
   for (const auto& pack : d.packs) frames.add(pack.frame);  // the open blocks' frames again
+  std::size_t mentioned_records = 0, mentioned_frames = 0;
+  if (records.is_prefix(mentioned_records) && mentioned_records == d.records.size() &&
+      frames.is_prefix(mentioned_frames) && mentioned_frames == d.frames.size()) {
+    return;  // every record and frame is named: nothing to drop or rename
+  }
 
   std::size_t kept = 0;
   for (std::size_t i = 0; i < d.records.size(); ++i) {
@@ -120,6 +143,25 @@ void compact_records_and_frames(Model& m) {
   for (auto& pack : d.packs) pack.frame = frames.rank(pack.frame);
 }
 
+// Whether the mentioned captures are already {0, ..., k - 1} and every keyed table holds only
+// entries of them: the common case (a statement that neither creates nor drops a checkpoint).
+bool captures_are_canonical(const RunState& run, const CheckedObservers& carried, const IdSet& captures) {
+  std::size_t k = 0;
+  if (!captures.is_prefix(k)) return false;
+  const auto& md = run.model.machine.data;
+  const DriverState& d = run.model.driver;
+  auto below = [k](Id id) { return id < k; };
+  if (md.captures.size() > k || md.stash_slots > k || d.released.size() > k) return false;
+  if (!std::all_of(md.stash_runs.begin(), md.stash_runs.end(), [&](const auto& r) { return below(r.capture); })) return false;
+  if (!carried.numerics) return true;
+  const NumericsState<FlatStorage>& n = run.observers.numerics;
+  return std::all_of(n.seen_keys.begin(), n.seen_keys.end(), [&](const auto& x) { return below(x.capture); }) &&
+         std::all_of(n.seen.begin(), n.seen.end(), [&](const auto& x) { return below(x.capture); }) &&
+         std::all_of(n.kept_by.begin(), n.kept_by.end(), below) &&
+         std::all_of(n.kept.begin(), n.kept.end(), [&](const auto& x) { return below(x.capture); }) &&
+         std::all_of(n.dropped.begin(), n.dropped.end(), below);
+}
+
 void rename_captures(RunState& run, const CheckedObservers& carried) {
   Model& m = run.model;
   DriverState& d = m.driver;
@@ -141,6 +183,7 @@ void rename_captures(RunState& run, const CheckedObservers& carried) {
     for (const auto& e : n.extents) captures.add(e.capture);
     captures.add(n.installed_from);
   }
+  if (captures_are_canonical(run, carried, captures)) return;
 
   // Mentions.
   for (auto& f : md.ownership_frames) f.capture = captures.rank(f.capture);
@@ -187,6 +230,8 @@ void rename_nodes(RunState& run, const CheckedObservers& carried) {
     in(o.revivals);
   };
   if (carried.ownership) each_owner([&](auto& owner) { nodes.add(owner.node); });
+  std::size_t k = 0;
+  if (nodes.is_prefix(k)) return;  // nodes key no table: a prefix is already its own ranks
   for_each_graph(d, [&](Graph& g) {
     for (auto& node : g.nodes) node.id = nodes.rank(node.id);
   });
@@ -202,6 +247,8 @@ void rename_generations(Model& m) {
     if (scope.op == spec::Op::Try) generations.add(scope.mark.generation);
   }
   generations.add(d.next_generation);
+  std::size_t k = 0;
+  if (generations.is_prefix(k)) return;
   for_each_graph(d, [&](Graph& g) { g.generation = generations.rank(g.generation); });
   for (auto& scope : m.scopes) {
     if (scope.op == spec::Op::Try) scope.mark.generation = generations.rank(scope.mark.generation);
@@ -211,15 +258,21 @@ void rename_generations(Model& m) {
 
 // ---- bytes ---------------------------------------------------------------------------------
 
+// A list whose elements are all their bytes (no padding, no pointers): its size, then its
+// elements as they are.
+template <class List>
+void write_list(const List& list, ByteWriter& out) {
+  using T = typename List::value_type;
+  static_assert(std::has_unique_object_representations_v<T> || std::is_same_v<T, bool>,
+                "hashed as bytes: every byte of an element must be a value");
+  out.u8(list.size());
+  out.raw(list.data(), list.size() * sizeof(T));
+}
+
 void write_statements(const Model& m, std::size_t begin, std::size_t end, ByteWriter& out) {
+  static_assert(std::has_unique_object_representations_v<interpreter::LoggedStatement>);
   out.u8(end - begin);
-  for (std::size_t i = begin; i < end; ++i) {
-    const interpreter::LoggedStatement& s = m.log[i];
-    out.u8(static_cast<std::uint64_t>(s.op));
-    out.u8(s.name & 0xFFu);
-    out.u8(s.name >> 8);
-    out.u8(s.retain);
-  }
+  out.raw(m.log.data() + begin, (end - begin) * sizeof(interpreter::LoggedStatement));
 }
 
 // Generations as ranks among those the state mentions, where a tape never saved (no
@@ -229,75 +282,48 @@ Id generation_rank(Id generation, unsigned shift) {
 }
 
 void write_graph(const Graph& g, unsigned shift, ByteWriter& out) {
-  using Kind = driver::Node<interpreter::ModelTraits<FlatStorage>>::Kind;
   out.u8(generation_rank(g.generation, shift));
   out.u8(static_cast<unsigned>(g.freed) | (static_cast<unsigned>(g.live) << 1));
-  out.u8(g.nodes.size());
-  for (const auto& n : g.nodes) {
-    const unsigned kind = n.kind == Kind::Checkpoint ? 1u : 0u;
-    out.u8(kind | (static_cast<unsigned>(n.fp8) << 1) | (static_cast<unsigned>(n.owner) << 2) |
-           (static_cast<unsigned>(n.backward_ran) << 3) | (static_cast<unsigned>(n.freed) << 4));
-    const Id fields[] = {n.id, n.module, n.reentrant, n.frame, n.slot};
-    out.raw(fields, sizeof fields);
-  }
+  write_list(g.nodes, out);  // kind, flags, id, module, record, frame, slot (and a zero byte)
 }
 
 void write_meta(const SymbolicMeta& meta, ByteWriter& out) {
-  out.u64(meta.history);
-  out.u64(meta.current);
-  out.u32(static_cast<std::uint32_t>(meta.current_oldest_step));
-  out.u8(meta.current_from_recompute);
+  static_assert(std::has_unique_object_representations_v<SymbolicMeta>);
+  out.raw(&meta, sizeof meta);
 }
 
 void write_machine(const statemachine::MachineState<FlatStorage>& machine, ByteWriter& out) {
   const auto& d = machine.data;
   out.raw(machine.regions, sizeof machine.regions);
-  out.u8(d.bit_at_autocast_entry.size());
-  for (bool b : d.bit_at_autocast_entry) out.u8(b);
-  out.u8(d.ownership_frames.size());
-  for (const auto& f : d.ownership_frames) {
-    out.u8(f.bit_before);
-    out.u8(f.capture);
-  }
-  out.u8(d.fifo.size());
-  for (const auto& e : d.fifo) {
-    out.u8(e.bit);
-    out.u8(e.capture);
-  }
-  out.u8(d.captures.size());
-  for (const auto& c : d.captures) out.u8(static_cast<unsigned>(c.bit) * 2u + c.completed);
-  out.u8(d.checkpoint_frames.size());
-  for (std::size_t i = 0; i < d.checkpoint_frames.size(); ++i) {
-    const auto& f = d.checkpoint_frames[i];
-    out.u8(static_cast<unsigned>(f.before) | (static_cast<unsigned>(f.recompute) << 2));
-    out.u8(f.capture);
-    for (const auto& r : d.replayed) {
-      if (r.frame == i) out.u8(r.module);
+  write_list(d.bit_at_autocast_entry, out);
+  write_list(d.ownership_frames, out);
+  write_list(d.fifo, out);
+  write_list(d.captures, out);
+  write_list(d.checkpoint_frames, out);
+  out.u8(d.replayed.size());
+  if (!d.replayed.empty()) {  // fp8sm, in a recompute: per frame, what it replayed so far
+    for (std::size_t i = 0; i < d.checkpoint_frames.size(); ++i) {
+      for (const auto& r : d.replayed) {
+        if (r.frame == i) out.u8(r.module);
+      }
+      out.u8(0xFF);  // modules are below 255: frame i's list ends here
     }
-    out.u8(0xFF);  // modules are below 255: the replayed list ends here
   }
   out.u8(d.stash_slots);
-  for (Id c = 0; c < d.stash_slots; ++c) {
-    for (const auto& run : d.stash_runs) {
-      if (run.capture == c) out.u8(static_cast<unsigned>(run.module) | (static_cast<unsigned>(run.fp8) << 7));
+  out.u8(d.stash_runs.size());
+  if (!d.stash_runs.empty()) {
+    for (Id c = 0; c < d.stash_slots; ++c) {
+      for (const auto& run : d.stash_runs) {
+        if (run.capture == c) out.u8(static_cast<unsigned>(run.module) | (static_cast<unsigned>(run.fp8) << 7));
+      }
+      out.u8(0xFF);
     }
-    out.u8(0xFF);
   }
-  out.u8(d.autocasts.size());
-  for (const auto& a : d.autocasts) out.u8(static_cast<unsigned>(a.mode_before) * 2u + a.recompute_internal);
-  out.u8(d.grad_frames.size());
-  for (const auto& g : d.grad_frames) out.u8(static_cast<unsigned>(g.grad_before) | (static_cast<unsigned>(g.user_grad_before) << 1));
+  write_list(d.autocasts, out);
+  write_list(d.grad_frames, out);
   out.u8(d.user_grad);
-  out.u8(d.fp8_backwards_in_pass & 0xFFu);
-  out.u8(d.fp8_backwards_in_pass >> 8);
-  out.u8(d.modules.size());
-  for (const auto& m : d.modules) {
-    out.u8(static_cast<unsigned>(m.fp8) | (static_cast<unsigned>(m.registered) << 1) |
-           (static_cast<unsigned>(m.has_stash_pos) << 2) | (static_cast<unsigned>(m.has_saved_for_restore) << 3) |
-           (static_cast<unsigned>(m.restore_pending) << 4));
-    out.u8(m.stash_depth & 0xFFu);
-    out.u8(m.stash_depth >> 8);
-  }
+  out.raw(&d.fp8_backwards_in_pass, sizeof d.fp8_backwards_in_pass);
+  write_list(d.modules, out);
 }
 
 void write_model(const Model& m, bool canonical_ids, bool step_results, ByteWriter& out) {
@@ -309,12 +335,11 @@ void write_model(const Model& m, bool canonical_ids, bool step_results, ByteWrit
   out.u8(m.scopes.size());
   for (const auto& scope : m.scopes) {
     const bool checkpoint = spec::is_checkpoint(scope.op);
-    out.u8(static_cast<unsigned>(scope.op));
-    out.u8(checkpoint ? scope.call.capture : kNone);
-    out.u8(scope.call.grad_at_call);
-    out.u8(scope.call.frame);
-    out.u8(scope.op == spec::Op::Try ? generation_rank(scope.mark.generation, shift) : kNone);
-    out.u8(scope.mark.size);
+    const Id fields[] = {static_cast<Id>(scope.op), checkpoint ? scope.call.capture : kNone,
+                         static_cast<Id>(scope.call.grad_at_call), scope.call.frame,
+                         scope.op == spec::Op::Try ? generation_rank(scope.mark.generation, shift) : kNone,
+                         scope.mark.size};
+    out.raw(fields, sizeof fields);
     if (checkpoint) write_statements(m, scope.body_begin, m.log.size(), out);  // its body so far
   }
   out.u8(static_cast<unsigned>(m.skip.active) | (static_cast<unsigned>(m.skip.until_step) << 1));
@@ -330,19 +355,17 @@ void write_model(const Model& m, bool canonical_ids, bool step_results, ByteWrit
   }
   out.u8(d.frames.size());
   for (const auto& f : d.frames) {
-    out.u8(f.capture);
-    out.u8(static_cast<unsigned>(f.fp8) | (static_cast<unsigned>(f.closed) << 1));
-    out.u8(f.live_nodes);
-    out.u8(f.slots);
-    out.u8(f.recomputed_count);
+    const Id fields[] = {f.capture, static_cast<Id>(static_cast<unsigned>(f.fp8) | (static_cast<unsigned>(f.closed) << 1)),
+                         f.live_nodes, f.slots, f.recomputed_count};
+    out.raw(fields, sizeof fields);
     for (std::size_t k = 0; k < f.recomputed_count; ++k) out.u8(d.recomputed_slots[f.recomputed_begin + k].taken);
     write_statements(m, f.body.begin, f.body.end, out);
   }
   out.u8(d.next_capture);
-  for (std::size_t c = 0; c < d.released.size(); ++c) {
-    if (d.released[c]) out.u8(c);  // the set of released captures (a false flag says nothing)
-  }
-  out.u8(kNone);
+  // The set of released captures (a false flag says nothing), as a bit mask.
+  std::uint64_t released[4] = {0, 0, 0, 0};
+  for (std::size_t c = 0; c < d.released.size(); ++c) released[c >> 6] |= std::uint64_t{d.released[c]} << (c & 63u);
+  out.raw(released, sizeof released);
   out.u8(d.next_node);
   out.u8(generation_rank(d.next_generation, shift));
   out.u32(m.step);
@@ -359,10 +382,7 @@ void write_model(const Model& m, bool canonical_ids, bool step_results, ByteWrit
 }
 
 void write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers& carried, ByteWriter& out) {
-  if (carried.forward_updates) {
-    out.u8(o.program_grad.grad.size());
-    for (bool g : o.program_grad.grad) out.u8(g);
-  }
+  if (carried.forward_updates) write_list(o.program_grad.grad, out);
   if (carried.ownership) {
     const auto& own = o.ownership;
     out.u8(own.bit_before_event);
@@ -465,8 +485,7 @@ void write_canonical(const ProgramFacts& facts, bool with_reference, ByteWriter&
     out.u8(static_cast<unsigned>(facts.diverged) | (static_cast<unsigned>(facts.reference_comparable) << 1));
     out.raw(facts.tape_freed, sizeof facts.tape_freed);
   }
-  out.u8(facts.open.size());
-  for (spec::Op op : facts.open) out.u8(static_cast<unsigned>(op));
+  write_list(facts.open, out);
   out.raw(facts.tape_saved, sizeof facts.tape_saved);
   out.u8(facts.modules_used);
 }

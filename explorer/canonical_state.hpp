@@ -36,30 +36,34 @@ namespace fp8sm::explorer {
 // the state carries (their ids count as mentions, and are renamed).
 void canonicalize(RunState& run, const CheckedObservers& carried);
 
-// A byte buffer written with single stores (the fingerprint is on the search's hot path).
+// A byte buffer written with single stores (the fingerprint is on the search's hot path): room
+// for a whole state is made once (reserve_for_state), then writes are not checked one by one.
 class ByteWriter {
  public:
-  void clear() { size_ = 0; }
-  void u8(std::uint64_t v) {
-    reserve(1);
-    bytes_[size_++] = static_cast<char>(v);
+  // At most this many bytes describe one state (canonical_state.cpp checks it after writing).
+  static constexpr std::size_t kStateBound = 4 * sizeof(ModelState);
+
+  void clear() {
+    if (bytes_.size() < kStateBound) bytes_.resize(kStateBound);
+    at_ = bytes_.data();
   }
+  void u8(std::uint64_t v) { *at_++ = static_cast<char>(v); }
   void u32(std::uint32_t v) { raw(&v, sizeof v); }
   void u64(std::uint64_t v) { raw(&v, sizeof v); }
+  // Small copies, mostly of a few bytes: a loop, not the inline `rep movs` the compiler makes
+  // of a memcpy of unknown size (tens of cycles to start, most of a fingerprint's time).
   void raw(const void* data, std::size_t n) {
-    reserve(n);
-    std::memcpy(bytes_.data() + size_, data, n);
-    size_ += n;
+    const char* from = static_cast<const char*>(data);
+    char* to = at_;
+    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
+    at_ = to + n;
   }
   const char* data() const { return bytes_.data(); }
-  std::size_t size() const { return size_; }
+  std::size_t size() const { return static_cast<std::size_t>(at_ - bytes_.data()); }
 
  private:
-  void reserve(std::size_t n) {
-    if (size_ + n > bytes_.size()) bytes_.resize(std::max<std::size_t>(2 * bytes_.size(), size_ + n + 4096));
-  }
   std::vector<char> bytes_;
-  std::size_t size_ = 0;
+  char* at_ = nullptr;
 };
 
 // Appends the run's canonical bytes: the model, the observers of `carried`, and (for I8) the

@@ -57,10 +57,22 @@ std::size_t FingerprintSet::bytes_after_growth() const {
   return static_cast<std::size_t>(static_cast<double>(slots_.size()) * kGrowth) * sizeof(std::uint64_t);
 }
 
-void FingerprintSet::grow() {
+void FingerprintSet::grow() { rehash(static_cast<std::size_t>(static_cast<double>(slots_.size()) * kGrowth)); }
+
+std::size_t FingerprintSet::bytes_for(std::size_t n) const {
+  const auto slots = static_cast<std::size_t>(static_cast<double>(n) / kMaxLoad) + 1;
+  return std::max(slots, slots_.size()) * sizeof(std::uint64_t);
+}
+
+void FingerprintSet::reserve(std::size_t n) {
+  const auto slots = static_cast<std::size_t>(static_cast<double>(n) / kMaxLoad) + 1;
+  if (slots > slots_.size()) rehash(slots);
+}
+
+void FingerprintSet::rehash(std::size_t slots) {
   std::vector<std::uint64_t> old;
   old.swap(slots_);
-  slots_.assign(static_cast<std::size_t>(static_cast<double>(old.size()) * kGrowth), 0);
+  slots_.assign(slots, 0);
   limit_ = limit_for(slots_.size());
   for (std::uint64_t value : old) {
     if (value != 0) place(value);

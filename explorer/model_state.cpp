@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "explorer/canonical_state.hpp"
 #include "explorer/transparency.hpp"
@@ -48,6 +49,7 @@ void ModelRunner::initial(ModelState& state) const {
   state.facts = ProgramFacts{};
   state.program.model = interpreter::FlatInterpreter::initial_state(semantics_);
   state.program.observers = InvariantChecker<FlatStorage>::initial_state();
+  if (canonical_ids_) canonicalize(state.program, carried_);  // its first graph and counters, as ranks
   if (with_reference_) state.reference = state.program;
 }
 
@@ -85,11 +87,13 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   // The reference sees the program without checkpoint blocks and recompute_uncaptured
   // (spec::without_checkpoints, statement by statement).
   bool reference_skips = s.op == Op::RecomputeUncaptured;
+  Op closed = Op::Close;  // the block a close closes
   if (spec::opens_block(s.op)) {
     facts.open.push_back(s.op);
     reference_skips = spec::is_checkpoint(s.op);
   } else if (s.op == Op::Close) {
-    reference_skips = spec::is_checkpoint(facts.open.back());
+    closed = facts.open.back();
+    reference_skips = spec::is_checkpoint(closed);
     facts.open.pop_back();
   } else if (s.op == Op::Save) {
     facts.tape_saved[s.name] = true;
@@ -100,14 +104,45 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   bind(state);
   const std::uint32_t program_step = state.program.model.step;
   const std::uint32_t reference_step = state.reference.model.step;
+  const IdsBefore program_before = ids_before(state.program);
+  const IdsBefore reference_before = ids_before(state.reference);
   program_.feed(s);
   if (with_reference_ && !reference_skips) reference_.feed(s);
   if (s.op == Op::Step) finish_step(state, program_step, reference_step);
   if (canonical_ids_) {
-    canonicalize(state.program, carried_);
-    if (with_reference_) canonicalize(state.reference, carried_);
+    if (!keeps_canonical_ids(s.op, closed, program_before, state.program)) canonicalize(state.program, carried_);
+    if (with_reference_ && !(reference_skips || keeps_canonical_ids(s.op, closed, reference_before, state.reference))) {
+      canonicalize(state.reference, carried_);
+    }
   }
   return verdict_;
+}
+
+IdsBefore ids_before(const RunState& run) {
+  return IdsBefore{run.model.skip.active, run.observers.numerics.stash.size()};
+}
+
+// Statements that neither drop what mentions an id nor hand out an id that a dense renaming
+// would move: opening an autocast, no_grad or try block (a try's mark names the current
+// graph), closing an autocast or no_grad block, and a module forward (its node takes the next
+// id). Only if nothing raised in them (unwinding discards nodes and leaves blocks), nothing
+// was being skipped (a close may end a try's skip), and no stash entry was popped (it named
+// the checkpoint that pushed it). A skipped statement but a close changes nothing.
+bool keeps_canonical_ids(Op op, Op closed, const IdsBefore& before, const RunState& after) {
+  if (before.skipping) return op != Op::Close && op != Op::Step;
+  if (after.model.skip.active || after.observers.numerics.stash.size() < before.stash_entries) return false;
+  switch (op) {
+    case Op::AutocastOn:
+    case Op::AutocastOff:
+    case Op::NoGrad:
+    case Op::Try:
+    case Op::Linear:
+      return true;
+    case Op::Close:
+      return closed == Op::AutocastOn || closed == Op::AutocastOff || closed == Op::NoGrad;
+    default:
+      return false;
+  }
 }
 
 const Verdict& ModelRunner::end_here(ModelState& state) {
@@ -145,11 +180,13 @@ std::uint64_t ModelRunner::fingerprint(const ModelState& state) const {
   write_canonical(state.facts, with_reference_, bytes);
   write_canonical(state.program, carried_, canonical_ids_, with_reference_, bytes);
   if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, bytes);
+  if (bytes.size() > ByteWriter::kStateBound) std::abort();  // cannot happen: the bound is the state's size, four times
   return XXH3_64bits(bytes.data(), bytes.size());
 }
 
 std::string ModelRunner::canonical_bytes(const ModelState& state) const {
   ByteWriter bytes;
+  bytes.clear();
   write_canonical(state.facts, with_reference_, bytes);
   write_canonical(state.program, carried_, canonical_ids_, with_reference_, bytes);
   if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, bytes);

@@ -93,6 +93,7 @@ class Search {
       finish_layer(stats, start);
       if (depth == options_.depth || stopped_ != StopReason::None) break;
       stats = LayerStats{};
+      reserve_for_next_layer(layer.size());
       layer = expand(layer, depth, stats);
       if (stopped_ != StopReason::None) {
         result_.transitions += stats.transitions;
@@ -227,7 +228,11 @@ class Search {
              LayerStats& stats) {
     std::uint32_t from = parent;  // the state the link's statement runs on
     bool skipping = false;        // the rest of a chain whose state was seen before
-    for (const Link& link : links) {
+    constexpr std::size_t kAhead = 4;  // the table's slots asked for ahead of their lookup
+    for (std::size_t i = 0; i < std::min(kAhead, links.size()); ++i) seen_.prefetch(links[i].fingerprint);
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      const Link& link = links[i];
+      if (i + kAhead < links.size()) seen_.prefetch(links[i + kAhead].fingerprint);
       if (stopped_ != StopReason::None) return;  // nothing after the stop counts, whatever the thread count
       if (!skipping) merge_link(link, from, length, next, stats, skipping);
       if (link.top_level) {  // the chain ends: the next one starts from the parent again
@@ -255,6 +260,21 @@ class Search {
     next.push_back(from);
     if (link.top_level) record(link.end_violations, from, std::nullopt, link.fingerprint, length);
     if (options_.max_states != 0 && tree_.size() >= options_.max_states) stopped_ = StopReason::MaxStates;
+  }
+
+  // Sizes the seen-set once for the states the next layer is expected to add (as many per
+  // parent as the last layer added, and a twentieth more), when that fits the memory budget.
+  void reserve_for_next_layer(std::size_t parents) {
+    const std::size_t stored = tree_.size();
+    if (last_parents_ > 0) {
+      const double per_parent = static_cast<double>(stored - stored_before_last_) / static_cast<double>(last_parents_);
+      const auto expected = static_cast<std::size_t>(static_cast<double>(stored) + 1.05 * per_parent * static_cast<double>(parents));
+      if (options_.max_memory == 0 || seen_.bytes_for(expected) + tree_.bytes() <= options_.max_memory) {
+        seen_.reserve(expected);
+      }
+    }
+    stored_before_last_ = stored;
+    last_parents_ = parents;
   }
 
   // Whether storing one more state would take the table (while it grows, old and new copy
@@ -320,6 +340,8 @@ class Search {
   ProgressCallback progress_;
   std::unique_ptr<ModelState> root_;  // the empty program
   std::unique_ptr<Scratch> replay_;    // for the reasons of counterexamples
+  std::size_t stored_before_last_ = 0;  // states stored before the last layer was expanded
+  std::size_t last_parents_ = 0;        // the parents it expanded
   spec::InvariantSet checks_;
   SearchTree tree_;
   FingerprintSet seen_;

@@ -52,7 +52,11 @@ template <class S>
 struct ModelTraits {
   using Storage = S;
   using Host = BasicInterpreter<S>;
-  struct NodePayload {};
+  // A byte that is always 0, not an empty struct: the search hashes nodes and slots as bytes,
+  // and an empty member's byte would be padding.
+  struct NodePayload {
+    std::uint8_t unused = 0;
+  };
   using Body = interpreter::Body<S>;
 };
 template <class S>

@@ -1,0 +1,150 @@
+// The exhaustive search's flat state: a successor allocates nothing, the search's shortcut
+// around renaming ids is never wrong, and the state is what its capacities promise.
+//
+// Successors are walked as the search runs them (explorer/successor_walk.hpp), every program
+// of up to 4 statements (closes free) for every semantics, with every invariant checked and
+// with I1 alone (the SPIN comparison's configuration).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include "explorer/alphabet.hpp"
+#include "explorer/canonical_state.hpp"
+#include "explorer/model_state.hpp"
+#include "explorer/search.hpp"
+#include "explorer/successor_walk.hpp"
+
+namespace {
+// Calls of the global operator new, while `g_counting` (the walk is single-threaded).
+bool g_counting = false;
+unsigned long long g_allocations = 0;
+}  // namespace
+
+// The replacements pair malloc with free themselves; GCC, seeing `operator delete` free what
+// `operator new` returned, would warn of a mismatch that is not one.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(std::size_t size) {
+  if (g_counting) ++g_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace fp8sm {
+namespace {
+
+using explorer::ModelRunner;
+using explorer::ModelState;
+using spec::Semantics;
+using spec::Statement;
+
+spec::InvariantSet only(spec::Invariant i) {
+  spec::InvariantSet set;
+  set.add(i);
+  return set;
+}
+
+static_assert(std::is_trivially_copyable_v<ModelState>);
+
+// Copying the parent's carried parts, executing the statement, the fingerprint, the end of
+// the program: none allocates, once the first fingerprint has grown its thread's buffer.
+TEST(FlatState, ASuccessorAllocatesNothing) {
+  for (Semantics s : spec::kAllSemantics) {
+    for (const spec::InvariantSet& checks : {spec::InvariantSet{}, only(spec::Invariant::I1)}) {
+      ModelRunner runner(s, checks, true);
+      {
+        auto warm = std::make_unique<ModelState>();
+        runner.initial(*warm);
+        (void)runner.fingerprint(*warm);
+      }
+      unsigned long long parts[4] = {0, 0, 0, 0};
+      auto around = [&](explorer::SuccessorPart part, auto&& run) {
+        const unsigned long long before = g_allocations;
+        g_counting = true;
+        run();
+        g_counting = false;
+        parts[static_cast<int>(part)] += g_allocations - before;
+      };
+      explorer::SuccessorWalk<decltype(around)> walk(runner, 4, around);
+      const unsigned long long successors = walk.run(4);
+      EXPECT_GT(successors, 100000u);
+      const std::string what = std::string(spec::name(s)) + (checks.empty() ? " all" : " I1");
+      EXPECT_EQ(parts[0], 0u) << what << ": copying the parent";
+      EXPECT_EQ(parts[1], 0u) << what << ": executing the statement";
+      EXPECT_EQ(parts[2], 0u) << what << ": the fingerprint";
+      EXPECT_EQ(parts[3], 0u) << what << ": judging the end";
+    }
+  }
+}
+
+// The search skips renaming ids after the statements that cannot disturb them
+// (explorer::keeps_canonical_ids). Wherever it does, renaming would have changed nothing.
+TEST(FlatState, SkippingTheRenamingIsRightWhereverItIsSkipped) {
+  for (Semantics s : spec::kAllSemantics) {
+    for (const spec::InvariantSet& checks : {spec::InvariantSet{}, only(spec::Invariant::I1)}) {
+      ModelRunner runner(s, checks, true);
+      int skipped = 0, checked = 0;
+      std::function<void(const ModelState&, int)> visit = [&](const ModelState& parent, int budget) {
+        std::vector<Statement> next;
+        if (budget > 0) explorer::next_statements(parent.facts, explorer::AlphabetOptions{}, next);
+        if (!parent.facts.open.empty()) next.push_back(explorer::close_statement());
+        for (const Statement& statement : next) {
+          auto child = std::make_unique<ModelState>(parent);
+          runner.apply(*child, statement);
+          for (const explorer::RunState* run : {&child->program, &child->reference}) {
+            if (run == &child->reference && !runner.with_reference()) continue;
+            auto renamed = std::make_unique<explorer::RunState>(*run);
+            explorer::canonicalize(*renamed, runner.carried());
+            ASSERT_EQ(std::memcmp(renamed.get(), run, sizeof *run), 0)
+                << spec::name(s) << ": the state after a statement is not canonical";
+            ++checked;
+          }
+          const spec::Op closed = statement.op == spec::Op::Close ? parent.facts.open.back() : spec::Op::Close;
+          skipped += explorer::keeps_canonical_ids(statement.op, closed, explorer::ids_before(parent.program),
+                                                   child->program)
+                         ? 1
+                         : 0;
+          visit(*child, statement.op == spec::Op::Close ? budget : budget - 1);
+        }
+      };
+      auto root = std::make_unique<ModelState>();
+      runner.initial(*root);
+      visit(*root, 4);
+      EXPECT_GT(checked, 100000);
+      EXPECT_GT(skipped, 10000);  // the shortcut was taken, and often
+    }
+  }
+}
+
+// A program that needs more room than a list of the flat state has is refused, naming the
+// list: never a silent wrong answer.
+TEST(FlatState, AProgramPastACapacityIsRefusedNamingTheList) {
+  ModelRunner runner(Semantics::Fp8sm, {}, true);
+  auto state = std::make_unique<ModelState>();
+  runner.initial(*state);
+  const Statement open = spec::make_statement(spec::Op::AutocastOn);
+  try {
+    for (int i = 0; i < 64; ++i) runner.apply(*state, open);
+    FAIL() << "64 nested blocks fit a state sized for 8 statements";
+  } catch (const statemachine::CapacityError& e) {
+    EXPECT_NE(std::string(e.what()).find("in the model's fixed-capacity state"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fp8sm
