@@ -16,22 +16,27 @@
 //
 // and the host's answers to the driver (all called on `Traits::Host&`):
 //
-//   [[noreturn]] void raise(const spec::AnyEvent* event, spec::RaisedException raised);
-//       the table raised while `event` fired (nullptr: torch raised, spec §3.3's freed graph)
+//   void raise(const spec::AnyEvent* event, spec::RaisedException raised);
+//       the table raised while `event` fired (nullptr: torch raised, spec §3.3's freed graph);
+//       the host throws it (the runtime) or keeps it as the exception in flight (the model)
 //   void event_fired(const spec::AnyEvent&, const std::optional<spec::RaisedException>&);
-//   void run_body(const Body&);               // a recompute: the body again
+//   Done run_body(const Body&);               // a recompute: the body again
 //   void node_gradient(Node<Traits>&);        // a module or function node's backward computes
 //   void drop_saved(NodePayload&);            // a frame's hook discarded what the node saved
-//   void take_saved(Node<Traits>&, typename NonReentrantFrame<Traits>::Slot&, CaptureId);
+//   void take_saved(Node<Traits>&, RecomputedSlot<Traits>&, CaptureId);
 //                                             // the unpack takes what the recompute saved
 //   void forget_twin(NodePayload&);           // an unpacked slot of a graph not retained
 //
 // A body stays as long as its record or frame (forget_unreachable): a checkpoint released by
 // a failed pass without retain still recomputes when a later pass reaches its node again.
 //
-// Every exception passes through: the driver leaves each scope it opened (the exits fire) and
-// rethrows. Nothing here is specific to one host; nothing that fires a table event lives in
-// either host.
+// Exceptions of the modelled program travel two ways, with the same effects: as Done::Raising,
+// returned by every operation once the host has kept the exception (the model: a raise is a
+// good part of what the exhaustive search executes, and unwinding C++ frames was a fifth of
+// its time), or as a C++ exception from a host that throws (the runtime's, and any exception
+// of its closures). Either way the driver leaves each scope it opened (the exits fire) before
+// the exception goes on; an exit that raises replaces it, as in Python. Nothing here is
+// specific to one host; nothing that fires a table event lives in either host.
 //
 // The driver is behaviour only: what it keeps is a DriverState (driver/tape.hpp) that it
 // works on, owned by its host or, for the exhaustive search, part of a flat state value that
@@ -43,6 +48,7 @@
 #include <utility>
 #include <vector>
 
+#include "driver/done.hpp"
 #include "driver/tape.hpp"
 #include "spec/events.hpp"
 #include "spec/scenario.hpp"
@@ -105,37 +111,40 @@ class Driver {
   // ---- single events -----------------------------------------------------------------------
 
   template <class Event>
-  void fire(const Event& event) {
+  Done fire(const Event& event) {
     std::optional<spec::RaisedException> raised = machine_->fire(event);
     const spec::AnyEvent any{event};
     observer_->event_fired(any, raised);
     host_->event_fired(any, raised);
-    if (raised) host_->raise(&any, std::move(*raised));
+    if (!raised) return Done::Normally;
+    host_->raise(&any, *raised);  // a host that throws does not come back
+    return Done::Raising;
   }
 
-  void autocast_enter(bool enabled) { fire(spec::AutocastEnter{enabled, false}); }
-  void autocast_exit() { autocast_exit(true); }
-  void grad_push(bool enabled) { fire(spec::GradPush{enabled}); }
-  void grad_pop() { fire(spec::GradPop{}); }
+  Done autocast_enter(bool enabled) { return fire(spec::AutocastEnter{enabled, false}); }
+  Done autocast_exit() { return autocast_exit(true); }
+  Done grad_push(bool enabled) { return fire(spec::GradPush{enabled}); }
+  Done grad_pop() { return fire(spec::GradPop{}); }
 
   // The machine's hook: the claim just fired made the recorded node the owner or not.
   void claimed(bool owner) { state_->last_claim = owner ? 2 : 1; }
 
   // ---- a module forward (§3.2) ---------------------------------------------------------------
 
-  // prepare_forward (branch, register, stash or pop). Returns whether its casts are FP8.
-  bool module_forward_begin(ModuleId m) {
-    fire(spec::ModulePrepare{m});
+  // prepare_forward (branch, register, stash or pop); `fp8`: whether its casts are FP8.
+  Done module_forward_begin(ModuleId m, bool& fp8) {
+    if (fire(spec::ModulePrepare{m}) == Done::Raising) return Done::Raising;
     observer_->module_computed(m, recompute_depth() > 0);
-    return machine_->module(m).fp8;
+    fp8 = machine_->module(m).fp8;
+    return Done::Normally;
   }
   // The casts raised: prepare_forward is a context manager, its exit runs.
-  void module_forward_failed(ModuleId m) { fire(spec::ModuleEndForward{m}); }
+  Done module_forward_failed(ModuleId m) { return fire(spec::ModuleEndForward{m}); }
   // The claim while the autograd node is recorded (if grad is on), then end_forward.
-  void module_forward_end(ModuleId m, Payload payload) {
+  Done module_forward_end(ModuleId m, Payload payload) {
     const bool records_node = machine_->grad_enabled();
     state_->last_claim = 0;
-    fire(spec::ModuleClaim{m});
+    if (fire(spec::ModuleClaim{m}) == Done::Raising) return Done::Raising;
     if (records_node) {
       NodeT node;
       node.kind = NodeT::Kind::Module;
@@ -145,7 +154,7 @@ class Driver {
       node.payload = std::move(payload);
       record_node(std::move(node));
     }
-    fire(spec::ModuleEndForward{m});
+    return fire(spec::ModuleEndForward{m});
   }
   // A node without table events of its own (an activation), recorded if grad is on.
   void function_recorded(Payload payload) {
@@ -161,48 +170,42 @@ class Driver {
   // A checkpoint's call. CKR_FWD: the autograd Function's forward runs with grad off. NR_FWD:
   // fp8 is read before the body, which keeps the caller's grad mode; the frame's saved-tensor
   // hook is the innermost until its end. A plain call (spec §3.5 "Dispatch") fires nothing.
-  Call checkpoint_begin(bool reentrant) {
-    Call call;
+  Done checkpoint_begin(bool reentrant, Call& call) {
+    call = Call{};
     call.reentrant = reentrant;
     call.capture = kNone;
-    if ((call.plain = machine_->checkpoint_call_is_plain())) return call;  // no capture, no frame
+    if ((call.plain = machine_->checkpoint_call_is_plain())) return Done::Normally;  // no capture, no frame
     call.capture = state_->next_capture;
     state_->next_capture = statemachine::to_id<S>(state_->next_capture + 1u);
     if (reentrant) {
       call.grad_at_call = machine_->grad_enabled();
-      fire(spec::GradPush{false, true});
-      try {
-        fire(spec::CheckpointForwardEnter{call.capture, true});
-      } catch (...) {
-        fire(spec::GradPop{});
-        throw;
-      }
+      if (fire(spec::GradPush{false, true}) == Done::Raising) return Done::Raising;
+      const Done entered = leaving_on_raise([&] { return fire(spec::CheckpointForwardEnter{call.capture, true}); },
+                                            [&] { (void)fire(spec::GradPop{}); });
+      if (entered == Done::Raising) return Done::Raising;
     } else {
       call.frame = statemachine::to_id<S>(state_->frames.size());
       Frame frame;
       frame.capture = call.capture;
       frame.fp8 = machine_->fp8_enabled();
       state_->frames.push_back(std::move(frame));
-      fire(spec::CheckpointForwardEnter{call.capture, false});
+      if (fire(spec::CheckpointForwardEnter{call.capture, false}) == Done::Raising) return Done::Raising;
       state_->packs.push_back(PackTarget<Traits>{call.frame, false});
     }
     observer_->checkpoint_forward_begin(call.capture);
-    return call;
+    return Done::Normally;
   }
   // Its forward ends, normally or while an exception unwinds through it (`exceptional`).
   // A reentrant checkpoint records its node (if grad was on at the call); a non-reentrant one
   // that recorded no node of its own, or failed, has nothing that could recompute it.
   // `node_payload` is what the reentrant checkpoint's node keeps.
-  void checkpoint_end(const Call& call, bool exceptional, Body body, Payload node_payload = {}) {
-    if (call.plain) return;
+  Done checkpoint_end(const Call& call, bool exceptional, Body body, Payload node_payload = {}) {
+    if (call.plain) return Done::Normally;
     if (call.reentrant) {
-      fire(spec::CheckpointForwardExit{exceptional});
-      fire(spec::GradPop{});
+      if (fire(spec::CheckpointForwardExit{exceptional}) == Done::Raising) return Done::Raising;
+      if (fire(spec::GradPop{}) == Done::Raising) return Done::Raising;
       observer_->checkpoint_forward_end(call.capture, exceptional);
-      if (exceptional || !call.grad_at_call) {  // no node (nested in a no-grad forward)
-        release_checkpoint(call.capture);
-        return;
-      }
+      if (exceptional || !call.grad_at_call) return release_checkpoint(call.capture);  // no node
       Record record;
       record.body = std::move(body);
       record.capture = call.capture;
@@ -213,26 +216,28 @@ class Driver {
       node.reentrant = statemachine::to_id<S>(state_->records.size() - 1);
       node.payload = std::move(node_payload);
       record_node(std::move(node));  // its save_for_backward goes through the enclosing frame's hook
-      return;
+      return Done::Normally;
     }
     state_->packs.pop_back();
     Frame& frame = state_->frames[call.frame];
     frame.body = std::move(body);
     frame.closed = true;
-    fire(spec::CheckpointForwardExit{exceptional});
+    if (fire(spec::CheckpointForwardExit{exceptional}) == Done::Raising) return Done::Raising;
     observer_->checkpoint_forward_end(call.capture, exceptional);
     // A failed forward's nodes are discarded by whoever catches.
-    if (exceptional || state_->frames[call.frame].live_nodes == 0) release_frame(call.frame);
+    if (exceptional || state_->frames[call.frame].live_nodes == 0) return release_frame(call.frame);
+    return Done::Normally;
   }
 
   // §3.7: a recompute context for which no forward was captured, around nothing.
-  void recompute_uncaptured() {
+  Done recompute_uncaptured() {
     const CaptureId never_captured = state_->next_capture;
     state_->next_capture = statemachine::to_id<S>(state_->next_capture + 1u);
-    fire(spec::RecomputeEnter{never_captured});
+    if (fire(spec::RecomputeEnter{never_captured}) == Done::Raising) return Done::Raising;
     observer_->recompute_begin(never_captured);
-    fire(spec::RecomputeExit{});
+    if (fire(spec::RecomputeExit{}) == Done::Raising) return Done::Raising;
     observer_->recompute_end(never_captured);
+    return Done::Normally;
   }
 
   // ---- the tape ------------------------------------------------------------------------------
@@ -243,34 +248,36 @@ class Driver {
   }
   // What was recorded since `mark` is never backpropagated (a `try` caught an exception, or
   // the program abandoned the step): checkpoints it held are released.
-  void discard_since(const Mark& mark) {
+  Done discard_since(const Mark& mark) {
     GraphT& graph = current_graph();
     const std::size_t keep =
         graph.generation == mark.generation ? std::min<std::size_t>(mark.size, graph.nodes.size()) : 0;
     Nodes discarded;
     for (std::size_t i = keep; i < graph.nodes.size(); ++i) discarded.push_back(std::move(graph.nodes[i]));
     graph.nodes.resize(keep);
-    abandon_nodes(discarded);
+    return abandon_nodes(discarded);
   }
   // An exception left the step's program: what the step recorded (and did not save) is never
   // backpropagated, as if a `try` around the whole step had caught it.
-  void abandon_step_graph() {
+  Done abandon_step_graph() {
     Nodes abandoned = std::move(state_->step_graph.nodes);
     state_->step_graph.nodes.clear();
-    abandon_nodes(abandoned);
+    return abandon_nodes(abandoned);
   }
   // Closes the graph recorded so far under `tape` (the tape saved before under that name is
   // dropped); the next forward records a new graph.
-  void save(std::uint16_t tape) {
+  Done save(std::uint16_t tape) {
     GraphT& saved = tape_at(tape);
-    if (!saved.freed) drop_nodes(saved.nodes);
+    if (!saved.freed && drop_nodes(saved.nodes) == Done::Raising) return Done::Raising;
     saved = std::move(state_->step_graph);
     new_step_graph();
+    return Done::Normally;
   }
   // The step ends: its graph goes; saved tapes stay.
-  void end_step() {
-    drop_nodes(state_->step_graph.nodes);
+  Done end_step() {
+    if (drop_nodes(state_->step_graph.nodes) == Done::Raising) return Done::Raising;
     new_step_graph();
+    return Done::Normally;
   }
   bool has_recorded(std::uint16_t tape) const {
     const GraphT* graph = tape == spec::kCurrentGraph
@@ -284,7 +291,7 @@ class Driver {
   // One backward pass over the step's graph (`tape` = spec::kCurrentGraph) or a saved tape.
   // An empty graph makes an empty pass. A graph backpropagated before without retain runs
   // again: torch refuses only at a node whose backward completed then.
-  void backward(std::uint16_t tape, bool retain) {
+  Done backward(std::uint16_t tape, bool retain) {
     GraphT* graph = tape == spec::kCurrentGraph ? &state_->step_graph : &tape_at(tape);
     // The nodes are copied: a recompute may record into other graphs while we walk this one.
     Nodes nodes = graph->nodes;
@@ -299,21 +306,21 @@ class Driver {
       }
     }
     observer_->backward_pass_begin();
-    fire(spec::BackwardPassBegin{});
-    fire(spec::GradPush{false, true});  // the engine runs backward functions with grad off
-    try {
-      backpropagate(nodes, kept, retain);
-    } catch (...) {
-      fire(spec::GradPop{});
-      fire(spec::BackwardPassEnd{false});
-      observer_->backward_pass_end(false);
-      if (!retain && !was_freed) drop_nodes(nodes);
-      throw;
-    }
-    fire(spec::GradPop{});
-    fire(spec::BackwardPassEnd{true});
+    if (fire(spec::BackwardPassBegin{}) == Done::Raising) return Done::Raising;
+    if (fire(spec::GradPush{false, true}) == Done::Raising) return Done::Raising;  // grad off in backward functions
+    const Done passed = leaving_on_raise([&] { return backpropagate(nodes, kept, retain); },
+                                         [&] {
+                                           if (fire(spec::GradPop{}) == Done::Raising) return;
+                                           if (fire(spec::BackwardPassEnd{false}) == Done::Raising) return;
+                                           observer_->backward_pass_end(false);
+                                           if (!retain && !was_freed) (void)drop_nodes(nodes);
+                                         });
+    if (passed == Done::Raising) return Done::Raising;
+    if (fire(spec::GradPop{}) == Done::Raising) return Done::Raising;
+    if (fire(spec::BackwardPassEnd{true}) == Done::Raising) return Done::Raising;
     observer_->backward_pass_end(true);
-    if (!retain && !was_freed) drop_nodes(nodes);
+    if (!retain && !was_freed) return drop_nodes(nodes);
+    return Done::Normally;
   }
 
   // ---- what the hosts read -------------------------------------------------------------------
@@ -326,10 +333,6 @@ class Driver {
   }
   const GraphT& step_graph() const { return state_->step_graph; }
   CaptureId next_capture() const { return state_->next_capture; }
-  // Frame `frame`'s recomputed slots (what its recompute saved), in slot order.
-  const Slot* recomputed_slots(const Frame& frame) const {
-    return state_->recomputed_slots.data() + frame.recomputed_begin;
-  }
 
   // Between steps, with no graph but the saved tapes left: records and frames nothing names
   // any more are forgotten (a long-running program's ledger stays as large as its tapes), and
@@ -366,6 +369,22 @@ class Driver {
   static constexpr int kStepGraph = -1;
   static constexpr int kNoGraph = -2;
 
+  // Runs `operation`; if it raises (as Done::Raising, or as a C++ exception from a host that
+  // throws), runs `leave` first (the exits of what it opened), then the exception goes on. An
+  // exit that raises replaces it (the host keeps the last; a C++ one propagates instead).
+  template <class Operation, class Leave>
+  Done leaving_on_raise(Operation&& operation, Leave&& leave) {
+    Done done;
+    try {
+      done = operation();
+    } catch (...) {
+      leave();
+      throw;
+    }
+    if (done == Done::Raising) leave();
+    return done;
+  }
+
   static ModuleId module_of(const NodeT& node) { return static_cast<ModuleId>(node.module); }
   GraphT& current_graph() { return current_graph_ != nullptr ? *current_graph_ : state_->step_graph; }
   const GraphT& current_graph() const { return current_graph_ != nullptr ? *current_graph_ : state_->step_graph; }
@@ -396,32 +415,36 @@ class Driver {
   // `retain`) which ones torch freed. (The graph is named, not pointed to: a recompute may add
   // a tape.) A freed node stops the pass at its turn: a Linear on the first line of its
   // backward (the table: TE's AttributeError), else torch's RuntimeError for freed saved tensors.
-  void backpropagate(Nodes& nodes, int kept, bool retain) {
+  Done backpropagate(Nodes& nodes, int kept, bool retain) {
     for (std::size_t i = nodes.size(); i-- > 0;) {
       NodeT& node = nodes[i];
       if (node.freed) {
-        if (node.kind == NodeT::Kind::Module) fire(spec::ModuleBackwardBegin{module_of(node), true});
+        if (node.kind == NodeT::Kind::Module &&
+            fire(spec::ModuleBackwardBegin{module_of(node), true}) == Done::Raising) {
+          return Done::Raising;
+        }
         host_->raise(nullptr, graph_already_freed());
+        return Done::Raising;
       }
       switch (node.kind) {
         case NodeT::Kind::Module:
           // §3.3: the first line of the backward, then the unpack of what it saved, the
           // gradient casts, and the end of the backward (the update, if it owns it).
-          fire(spec::ModuleBackwardBegin{module_of(node), node.backward_ran});
-          unpack_saved(node, retain);
+          if (fire(spec::ModuleBackwardBegin{module_of(node), node.backward_ran}) == Done::Raising) return Done::Raising;
+          if (unpack_saved(node, retain) == Done::Raising) return Done::Raising;
           observer_->module_backward(module_of(node), node.fp8);
           host_->node_gradient(node);
-          fire(spec::ModuleBackward{module_of(node), node.owner, node.fp8});
+          if (fire(spec::ModuleBackward{module_of(node), node.owner, node.fp8}) == Done::Raising) return Done::Raising;
           break;
         case NodeT::Kind::Function:
-          unpack_saved(node, retain);
+          if (unpack_saved(node, retain) == Done::Raising) return Done::Raising;
           host_->node_gradient(node);
           break;
         case NodeT::Kind::Checkpoint:
           // §3.5 CKR_BWD: the checkpoint function's backward unpacks its saved inputs first,
           // then recomputes the body into a sub-graph of fresh nodes and backpropagates that.
-          unpack_saved(node, retain);
-          backpropagate_checkpoint(node.reentrant);
+          if (unpack_saved(node, retain) == Done::Raising) return Done::Raising;
+          if (backpropagate_checkpoint(node.reentrant) == Done::Raising) return Done::Raising;
           break;
       }
       if (GraphT* graph = kept_graph(kept)) {
@@ -429,44 +452,44 @@ class Driver {
         graph->nodes[i].freed = !retain;
       }
     }
+    return Done::Normally;
   }
 
-  void backpropagate_checkpoint(Id record_at) {
+  Done backpropagate_checkpoint(Id record_at) {
     GraphT sub_graph = fresh_graph(true);
     {
       // By value: the recompute may add records.
       const Record record = state_->records[record_at];
-      try {
-        recompute(record.capture, record.fp8, record.body, sub_graph, PackTarget<Traits>{kNone, false});
-      } catch (...) {
-        abandon_nodes(sub_graph.nodes);  // a failed recompute's graph is never backpropagated
-        throw;
-      }
+      // A failed recompute's graph is never backpropagated.
+      const Done recomputed = leaving_on_raise(
+          [&] { return recompute(record.capture, record.fp8, record.body, sub_graph, PackTarget<Traits>{kNone, false}); },
+          [&] { (void)abandon_nodes(sub_graph.nodes); });
+      if (recomputed == Done::Raising) return Done::Raising;
     }
-    try {
-      backpropagate(sub_graph.nodes, kNoGraph, false);
-    } catch (...) {
-      drop_nodes(sub_graph.nodes);
-      throw;
-    }
-    drop_nodes(sub_graph.nodes);  // torch backpropagates the sub-graph without retaining it
+    const Done passed = leaving_on_raise([&] { return backpropagate(sub_graph.nodes, kNoGraph, false); },
+                                         [&] { (void)drop_nodes(sub_graph.nodes); });
+    if (passed == Done::Raising) return Done::Raising;
+    return drop_nodes(sub_graph.nodes);  // torch backpropagates the sub-graph without retaining it
   }
 
   // §3.5 "Saved-tensor slots": the unpack of what a node saved through a non-reentrant frame's
   // hook. The first unpack while the frame holds no recomputed slot recomputes it; the table
   // then judges the node's slot (not reached by the recompute, or taken by an earlier unpack).
   // The slot's twin stays only while the node's graph is retained.
-  void unpack_saved(NodeT& node, bool retain) {
-    if (node.frame == kNone) return;
-    if (state_->frames[node.frame].recomputed_count == 0) recompute_frame(node.frame);
+  Done unpack_saved(NodeT& node, bool retain) {
+    if (node.frame == kNone) return Done::Normally;
+    if (state_->frames[node.frame].recomputed_count == 0 && recompute_frame(node.frame) == Done::Raising) {
+      return Done::Raising;
+    }
     const Frame& frame = state_->frames[node.frame];
     const bool reached = node.slot < frame.recomputed_count;
     Slot* slot = reached ? &state_->recomputed_slots[frame.recomputed_begin + node.slot] : nullptr;
-    fire(spec::SavedTensorUnpack{reached, reached && slot->taken});
-    if (!reached) return;  // the table raised
+    if (fire(spec::SavedTensorUnpack{reached, reached && slot->taken}) == Done::Raising) return Done::Raising;
+    if (!reached) return Done::Normally;
     host_->take_saved(node, *slot, frame.capture);
     slot->taken = true;
     if (!retain) host_->forget_twin(slot->twin);
+    return Done::Normally;
   }
 
   // §3.5 CKR_BWD and NR_RECOMPUTE share one shape: GRAD(on); ARF_ENTER(rc); AC_ENTER(fp8, rc);
@@ -474,58 +497,61 @@ class Driver {
   // ARF_ENTER has nothing to exit but the grad mode. The body is its own context: it records
   // into `graph`, and what its nodes save goes through `target` alone (no hook for a reentrant
   // recompute, target.frame == kNone; the frame's recompute hook for a non-reentrant one).
-  void recompute(CaptureId capture, bool fp8, const Body& body, GraphT& graph, PackTarget<Traits> target) {
-    fire(spec::GradPush{true, true});
-    try {
-      fire(spec::RecomputeEnter{capture});
-    } catch (...) {
-      fire(spec::GradPop{});
-      throw;
-    }
+  Done recompute(CaptureId capture, bool fp8, const Body& body, GraphT& graph, PackTarget<Traits> target) {
+    if (fire(spec::GradPush{true, true}) == Done::Raising) return Done::Raising;
+    const Done entered = leaving_on_raise([&] { return fire(spec::RecomputeEnter{capture}); },
+                                          [&] { (void)fire(spec::GradPop{}); });
+    if (entered == Done::Raising) return Done::Raising;
     observer_->recompute_begin(capture);
-    fire(spec::AutocastEnter{fp8, true});
+    if (fire(spec::AutocastEnter{fp8, true}) == Done::Raising) return Done::Raising;
     GraphT* const outer_graph = current_graph_;
     typename State::template List<PackTarget<Traits>, capacity::PackTargets> outer_packs;
     outer_packs.swap(state_->packs);
     if (target.frame != kNone) state_->packs.push_back(target);
     current_graph_ = &graph;
     state_->recomputing.push_back(statemachine::to_id<S>(capture));
-    auto leave = [&] {
+    // The context's exits; one that raises skips the ones after it.
+    auto leave = [&]() -> Done {
       current_graph_ = outer_graph;
       state_->packs.swap(outer_packs);
       state_->recomputing.pop_back();  // before the exits, one of which may raise
-      autocast_exit(false);
-      fire(spec::RecomputeExit{});
+      if (autocast_exit(false) == Done::Raising) return Done::Raising;
+      if (fire(spec::RecomputeExit{}) == Done::Raising) return Done::Raising;
       observer_->recompute_end(capture);
-      fire(spec::GradPop{});
+      return fire(spec::GradPop{});
     };
+    Done ran;
     try {
-      host_->run_body(body);
+      ran = host_->run_body(body);
     } catch (...) {
-      leave();
+      (void)leave();
       throw;
     }
-    leave();
+    const Done left = leave();
+    return ran == Done::Raising || left == Done::Raising ? Done::Raising : Done::Normally;
   }
 
   // §3.5 NR_RECOMPUTE: the frame's body alone, with its own fp8, under its recomputation hook:
   // what its own nodes save again goes into its recomputed slots (a checkpoint nested in the
   // body packs into its own new frame). The recompute's graph is never backpropagated. Once
   // it holds recomputed slots, the frame never recomputes again.
-  void recompute_frame(Id index) {
+  Done recompute_frame(Id index) {
     GraphT discarded = fresh_graph(false);
-    try {
-      // By value: the recompute may add frames.
-      const Body body = state_->frames[index].body;
-      const Frame& frame = state_->frames[index];
-      recompute(frame.capture, frame.fp8, body, discarded, PackTarget<Traits>{index, true});
-    } catch (...) {
-      drop_nodes(discarded.nodes);
-      if (state_->frames[index].recomputed_count != 0) release_frame(index);
-      throw;
-    }
-    drop_nodes(discarded.nodes);
-    if (state_->frames[index].recomputed_count != 0) release_frame(index);
+    const Done recomputed = leaving_on_raise(
+        [&] {
+          // By value: the recompute may add frames.
+          const Body body = state_->frames[index].body;
+          const Frame& frame = state_->frames[index];
+          return recompute(frame.capture, frame.fp8, body, discarded, PackTarget<Traits>{index, true});
+        },
+        [&] {
+          if (drop_nodes(discarded.nodes) == Done::Raising) return;
+          if (state_->frames[index].recomputed_count != 0) (void)release_frame(index);
+        });
+    if (recomputed == Done::Raising) return Done::Raising;
+    if (drop_nodes(discarded.nodes) == Done::Raising) return Done::Raising;
+    if (state_->frames[index].recomputed_count != 0) return release_frame(index);
+    return Done::Normally;
   }
 
   // The node's saved tensors go through the innermost saved-tensor hook (spec §3.5): into the
@@ -555,38 +581,43 @@ class Driver {
 
   // Nodes that were never backpropagated and never will be: the observer learns they were
   // discarded, and the checkpoints they held are released.
-  void abandon_nodes(const Nodes& nodes) {
+  Done abandon_nodes(const Nodes& nodes) {
     for (const NodeT& node : nodes) observer_->node_discarded(node.id);
-    drop_nodes(nodes);
+    return drop_nodes(nodes);
   }
   // Nodes that will never be backpropagated (again): checkpoints they held are released.
-  void drop_nodes(const Nodes& nodes) {
+  Done drop_nodes(const Nodes& nodes) {
     for (const NodeT& node : nodes) {
-      if (node.kind == NodeT::Kind::Checkpoint) release_checkpoint(state_->records[node.reentrant].capture);
+      if (node.kind == NodeT::Kind::Checkpoint &&
+          release_checkpoint(state_->records[node.reentrant].capture) == Done::Raising) {
+        return Done::Raising;
+      }
       if (node.frame != kNone) {
         Frame& frame = state_->frames[node.frame];
         frame.live_nodes = static_cast<Id>(frame.live_nodes - 1u);
-        if (frame.live_nodes == 0 && frame.closed) release_frame(node.frame);
+        if (frame.live_nodes == 0 && frame.closed && release_frame(node.frame) == Done::Raising) return Done::Raising;
       }
     }
+    return Done::Normally;
   }
-  void release_frame(Id index) { release_checkpoint(state_->frames[index].capture); }
+  Done release_frame(Id index) { return release_checkpoint(state_->frames[index].capture); }
   // Fires CheckpointReleased once per capture.
-  void release_checkpoint(CaptureId capture) {
+  Done release_checkpoint(CaptureId capture) {
     State& st = *state_;
-    if (capture < st.released_base) return;  // forgotten: nothing named it any more
+    if (capture < st.released_base) return Done::Normally;  // forgotten: nothing named it any more
     const std::size_t at = capture - st.released_base;
     if (at >= st.released.size()) st.released.resize(at + 1u, false);
-    if (st.released[at]) return;
+    if (st.released[at]) return Done::Normally;
     st.released[at] = true;
     observer_->checkpoint_dropped(capture);
-    fire(spec::CheckpointReleased{capture});
+    return fire(spec::CheckpointReleased{capture});
   }
 
-  void autocast_exit(bool user) {
+  Done autocast_exit(bool user) {
     observer_->autocast_exit_begin(user);
-    fire(spec::AutocastExit{});
+    if (fire(spec::AutocastExit{}) == Done::Raising) return Done::Raising;
     observer_->autocast_exit_end();
+    return Done::Normally;
   }
 
   // What torch raises at a node whose saved tensors a backward without retain released.

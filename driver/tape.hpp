@@ -23,14 +23,14 @@ using NodeId = std::uint32_t;
 
 // The driver's lists and their capacities in the flat state (explorer/flat_capacity.hpp).
 namespace capacity {
-FP8SM_CAPACITY(GraphNodes, 24, "autograd nodes in one graph");
+FP8SM_CAPACITY(GraphNodes, 16, "autograd nodes in one graph");
 FP8SM_CAPACITY(Tapes, 2, "saved tapes");
-FP8SM_CAPACITY(Records, 32, "reentrant checkpoint records");
-FP8SM_CAPACITY(Frames, 32, "non-reentrant checkpoint frames");
-FP8SM_CAPACITY(RecomputedSlots, 48, "saved-tensor slots filled by non-reentrant recomputes");
+FP8SM_CAPACITY(Records, 24, "reentrant checkpoint records");
+FP8SM_CAPACITY(Frames, 24, "non-reentrant checkpoint frames");
+FP8SM_CAPACITY(RecomputedSlots, 24, "saved-tensor slots filled by non-reentrant recomputes");
 FP8SM_CAPACITY(PackTargets, 24, "nested saved-tensor hooks");
-FP8SM_CAPACITY(ReleasedFlags, 64, "checkpoint ids");
-FP8SM_CAPACITY(Recomputes, 24, "recomputes in progress");
+FP8SM_CAPACITY(ReleasedFlags, 48, "checkpoint ids");
+FP8SM_CAPACITY(Recomputes, 16, "recomputes in progress");
 }  // namespace capacity
 
 template <class Traits>

@@ -61,6 +61,9 @@ struct CheckedObservers {
   bool numerics = true;         // I4 I5 I8 I9: symbolic metas, stashes and checkpoint extents
   bool step_end = true;         // I6 I7
   static CheckedObservers for_checks(const spec::InvariantSet& checks);  // empty: all
+  // Whether some check of these judges a step's end (I3's owners, I4's leftovers, I7's depth):
+  // if not, ending a program can violate nothing they check.
+  bool judge_step_ends() const { return ownership || numerics || step_end; }
 };
 
 template <class S>

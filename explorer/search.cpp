@@ -61,6 +61,10 @@ struct Scratch {
   std::vector<Statement> path;
   std::unique_ptr<ModelState> parent;
   std::unique_ptr<ModelState> child;
+  // The parent's parent, as last rebuilt: siblings come one after the other in a layer, so
+  // a parent is most often its last statement away from it.
+  std::unique_ptr<ModelState> grandparent = std::make_unique<ModelState>();
+  std::uint32_t grandparent_index = SearchTree::kNoParent;
 };
 
 class Search {
@@ -118,9 +122,19 @@ class Search {
   // The state stored at `index`, rebuilt into `state` from the root (`tree`: a view of tree_
   // taken before the merge began adding to it).
   void rebuild(const SearchTree::View& tree, std::uint32_t index, Scratch& scratch) const {
-    scratch.runner.copy(*scratch.parent, *root_);
-    tree.path(index, scratch.path);
-    for (const Statement& s : scratch.path) scratch.runner.apply(*scratch.parent, s);
+    if (index == 0) {
+      scratch.runner.copy(*scratch.parent, *root_);
+      return;
+    }
+    const std::uint32_t up = tree.parent(index);
+    if (up != scratch.grandparent_index) {
+      scratch.runner.copy(*scratch.grandparent, *root_);
+      tree.path(up, scratch.path);
+      for (const Statement& s : scratch.path) scratch.runner.apply(*scratch.grandparent, s);
+      scratch.grandparent_index = up;
+    }
+    scratch.runner.copy(*scratch.parent, *scratch.grandparent);
+    scratch.runner.apply(*scratch.parent, tree.via(index));
   }
 
   // One statement on `parent`, then the blocks it leaves open closed one by one (closing is

@@ -48,6 +48,8 @@ class SearchTree {
    public:
     std::vector<spec::Statement> path(std::uint32_t index) const;
     void path(std::uint32_t index, std::vector<spec::Statement>& statements) const;  // into `statements`
+    std::uint32_t parent(std::uint32_t index) const { return parents_[index / kChunk][index % kChunk]; }
+    spec::Statement via(std::uint32_t index) const { return unpack_statement(vias_[index / kChunk][index % kChunk]); }
 
    private:
     friend class SearchTree;

@@ -16,9 +16,6 @@ using statemachine::to_id;
 
 namespace {
 
-ModelException user_exception(const char* message) {
-  return ModelException{RaisedException{spec::ExceptionKind::UserError, message}};
-}
 
 LoggedStatement logged(const Statement& s) { return LoggedStatement{s.op, s.retain, s.name}; }
 
@@ -81,14 +78,15 @@ void BasicInterpreter<S>::feed(const Statement& s) {
   }
   const std::size_t at = state_->log.size();
   state_->log.push_back(logged(s));
-  run_statement(at);
+  // At top level every exception is caught: by a `try`, or by the step it ends.
+  (void)run_statement(at);
 }
 
 // One statement of the log, fed at top level or replayed by a recompute. A checkpoint's body
 // is its statements as written, the skipped ones too: a recompute may take a path the
 // original forward did not (raise original / raise recompute).
 template <class S>
-void BasicInterpreter<S>::run_statement(std::size_t at) {
+driver::Done BasicInterpreter<S>::run_statement(std::size_t at) {
   const LoggedStatement s = state_->log[at];
   if (!state_->step_started) {
     state_->step_started = true;
@@ -96,21 +94,19 @@ void BasicInterpreter<S>::run_statement(std::size_t at) {
   }
   if (state_->skip.active) {
     skip(s);
-    return;
+    return Done::Normally;
   }
-  // unwind rethrows when a replay's body raised and nothing in it caught. A raise statement
-  // goes to it without a C++ throw: raises are a good part of what the explorer executes, and
-  // unwinding the stack cost a tenth of its time.
+  Done done = Done::Normally;
   if (const char* raising = raises_here(s)) {
-    unwind(user_exception(raising), at);
+    in_flight_ = RaisedException{spec::ExceptionKind::UserError, raising};
+    done = Done::Raising;
   } else {
-    try {
-      execute(s, at);
-    } catch (const ModelException& e) {
-      unwind(e, at);
-    }
+    done = execute(s, at);
   }
+  // What is not caught here leaves the replay it ran in (a recompute's body).
+  if (done == Done::Raising && unwind(at) == Done::Raising) return Done::Raising;
   if (at_top_level()) observer_->top_level_statement_done();
+  return Done::Normally;
 }
 
 template <class S>
@@ -151,7 +147,7 @@ const char* BasicInterpreter<S>::raises_here(const LoggedStatement& s) const {
 }
 
 template <class S>
-void BasicInterpreter<S>::execute(const LoggedStatement& s, std::size_t at) {
+driver::Done BasicInterpreter<S>::execute(const LoggedStatement& s, std::size_t at) {
   switch (s.op) {
     case Op::AutocastOn:
     case Op::AutocastOff:
@@ -159,121 +155,123 @@ void BasicInterpreter<S>::execute(const LoggedStatement& s, std::size_t at) {
     case Op::CheckpointNonReentrant:
     case Op::NoGrad:
     case Op::Try:
-      open_scope(s, at);
-      return;
+      return open_scope(s, at);
     case Op::Close:
-      close_scope(at);
-      return;
-    case Op::Linear:
+      return close_scope(at);
+    case Op::Linear: {
       // §3.2: the casts read the live meta; a model node keeps nothing for its backward.
-      driver_.module_forward_begin(s.name);
-      driver_.module_forward_end(s.name, {});
-      return;
+      bool fp8 = false;
+      if (driver_.module_forward_begin(s.name, fp8) == Done::Raising) return Done::Raising;
+      return driver_.module_forward_end(s.name, {});
+    }
     case Op::RaiseAlways:
     case Op::RaiseOriginal:
     case Op::RaiseRecompute:
-      return;  // raising is run_statement's (raises_here); otherwise they do nothing
+      return Done::Normally;  // raising is run_statement's (raises_here); otherwise they do nothing
     case Op::RecomputeUncaptured:
-      driver_.recompute_uncaptured();
-      return;
+      return driver_.recompute_uncaptured();
     case Op::Save:
-      driver_.save(s.name);
-      return;
+      return driver_.save(s.name);
     case Op::Backward:
-      driver_.backward(s.name, s.retain);
-      return;
+      return driver_.backward(s.name, s.retain);
     case Op::Step:
-      return;  // handled by feed
+      return Done::Normally;  // handled by feed
   }
+  return Done::Normally;
 }
 
 // ---- blocks -------------------------------------------------------------------------------
 
+// A block whose entry raised is not open: no scope, nothing to exit.
 template <class S>
-void BasicInterpreter<S>::open_scope(const LoggedStatement& s, std::size_t at) {
+driver::Done BasicInterpreter<S>::open_scope(const LoggedStatement& s, std::size_t at) {
   Scope scope;
   scope.op = s.op;
   scope.body_begin = to_id<S>(at + 1);
+  Done entered = Done::Normally;
   switch (s.op) {
     case Op::AutocastOn:
     case Op::AutocastOff:
-      driver_.autocast_enter(s.op == Op::AutocastOn);
+      entered = driver_.autocast_enter(s.op == Op::AutocastOn);
       break;
     case Op::NoGrad:
-      driver_.grad_push(false);
+      entered = driver_.grad_push(false);
       break;
     case Op::Try:
       scope.mark = driver_.mark();
       break;
     case Op::CheckpointReentrant:
     case Op::CheckpointNonReentrant:
-      scope.call = driver_.checkpoint_begin(s.op == Op::CheckpointReentrant);
+      entered = driver_.checkpoint_begin(s.op == Op::CheckpointReentrant, scope.call);
       break;
     default:
-      return;
+      return Done::Normally;
   }
+  if (entered == Done::Raising) return Done::Raising;
   state_->scopes.push_back(scope);
+  return Done::Normally;
 }
 
 template <class S>
-void BasicInterpreter<S>::close_scope(std::size_t at) {
+driver::Done BasicInterpreter<S>::close_scope(std::size_t at) {
   Scope scope = state_->scopes.back();
   state_->scopes.pop_back();
-  exit_scope(scope, false, at);
+  return exit_scope(scope, false, at);
 }
 
 // Leaving a block, normally or while an exception unwinds through it (Python `with` rules:
 // every exit runs and sees the exception; none swallows it). Its body ends before `body_end`.
 template <class S>
-void BasicInterpreter<S>::exit_scope(Scope& scope, bool exceptional, std::size_t body_end) {
+driver::Done BasicInterpreter<S>::exit_scope(Scope& scope, bool exceptional, std::size_t body_end) {
   switch (scope.op) {
     case Op::AutocastOn:
     case Op::AutocastOff:
-      driver_.autocast_exit();
-      break;
+      return driver_.autocast_exit();
     case Op::NoGrad:
-      driver_.grad_pop();
-      break;
+      return driver_.grad_pop();
     case Op::CheckpointReentrant:
     case Op::CheckpointNonReentrant:
-      driver_.checkpoint_end(scope.call, exceptional, Body<S>{scope.body_begin, to_id<S>(body_end)});
-      break;
+      return driver_.checkpoint_end(scope.call, exceptional, Body<S>{scope.body_begin, to_id<S>(body_end)});
     default:
-      break;
+      return Done::Normally;
   }
 }
 
-// An exception raised by the statement at `at`: every block of the current context exits,
-// innermost first, until a `try` catches it. Uncaught at top level it ends the step; uncaught
-// in a replayed body it propagates out of the recompute.
+// The exception in flight, raised by the statement at `at`: every block of the current
+// context exits, innermost first (an exit that raises replaces it), until a `try` catches it.
+// Uncaught at top level it ends the step; uncaught in a replayed body it leaves the recompute
+// (Done::Raising).
 template <class S>
-void BasicInterpreter<S>::unwind(const ModelException& e, std::size_t at) {
+driver::Done BasicInterpreter<S>::unwind(std::size_t at) {
   std::uint16_t unwound = 0;  // blocks exited here: their closing braces are still to come
   while (state_->scopes.size() > state_->base) {
     Scope& scope = state_->scopes.back();
     if (scope.op == Op::Try) {
-      driver_.discard_since(scope.mark);  // what the try body recorded is never backpropagated
+      // What the try body recorded is never backpropagated (releasing what it held raises
+      // nothing in any semantics: the exception caught here is the one that stays caught).
+      (void)driver_.discard_since(scope.mark);
       state_->skip = Skip{true, false, unwound};
-      return;
+      return Done::Normally;
     }
     Scope popped = scope;
     state_->scopes.pop_back();
-    exit_scope(popped, true, at + 1);
+    (void)exit_scope(popped, true, at + 1);  // a raise replaced in_flight_, which goes on
     ++unwound;
   }
-  if (driver_.recompute_depth() > 0) throw e;
-  state_->current.raised.push_back(e.raised);
-  observer_->exception_escaped(e.raised);
+  if (driver_.recompute_depth() > 0) return Done::Raising;
+  state_->current.raised.push_back(in_flight_);
+  observer_->exception_escaped(in_flight_);
   // The step's backward is skipped: what the step recorded (and did not save) is never
   // backpropagated.
-  driver_.abandon_step_graph();
+  (void)driver_.abandon_step_graph();
   state_->skip = Skip{true, true, 0};
+  return Done::Normally;
 }
 
 template <class S>
 void BasicInterpreter<S>::end_step() {
   if (!state_->step_started) observer_->step_begin(state_->step);
-  driver_.end_step();  // the step's graph goes; saved tapes stay
+  (void)driver_.end_step();  // the step's graph goes (releasing what it held raises nothing); saved tapes stay
   observer_->step_end(state_->step);
   last_step_ = state_->current;
   if (keep_steps_) steps_.push_back(last_step_.result());
@@ -288,22 +286,19 @@ void BasicInterpreter<S>::end_step() {
 
 template <class S>
 void BasicInterpreter<S>::raise(const spec::AnyEvent* /*event*/, spec::RaisedException raised) {
-  throw ModelException{raised};
+  in_flight_ = raised;
 }
 
 // Runs a checkpoint's body again as its own context: an exception no `try` of the body
 // catches leaves the replay (and the driver's recompute, which exits its scopes).
 template <class S>
-void BasicInterpreter<S>::run_body(const Body<S>& body) {
+driver::Done BasicInterpreter<S>::run_body(const Body<S>& body) {
   const Id outer_base = state_->base;
   state_->base = to_id<S>(state_->scopes.size());
-  try {
-    for (std::size_t at = body.begin; at < body.end; ++at) run_statement(at);
-  } catch (...) {
-    state_->base = outer_base;
-    throw;
-  }
+  Done done = Done::Normally;
+  for (std::size_t at = body.begin; at < body.end && done == Done::Normally; ++at) done = run_statement(at);
   state_->base = outer_base;
+  return done;
 }
 
 // ---- hooks ------------------------------------------------------------------------------------

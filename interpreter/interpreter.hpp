@@ -115,11 +115,6 @@ struct InterpreterState {
   StepTally current;
 };
 
-// An exception of the modelled program, in flight.
-struct ModelException {
-  spec::RaisedException raised;
-};
-
 template <class S>
 class BasicInterpreter : private statemachine::Hooks {
  public:
@@ -162,22 +157,26 @@ class BasicInterpreter : private statemachine::Hooks {
   using Scope = typename State::Scope;
   using Skip = typename State::Skip;
 
-  // Statements; `at` is the statement's place in the log.
-  void run_statement(std::size_t at);
+  using Done = driver::Done;
+
+  // Statements; `at` is the statement's place in the log. Done::Raising: an exception is in
+  // flight (in_flight_) and leaves the context (a replayed body) the statement ran in.
+  Done run_statement(std::size_t at);
   const char* raises_here(const LoggedStatement& s) const;
-  void execute(const LoggedStatement& s, std::size_t at);
-  void open_scope(const LoggedStatement& s, std::size_t at);
-  void close_scope(std::size_t at);
-  void exit_scope(Scope& scope, bool exceptional, std::size_t body_end);
+  Done execute(const LoggedStatement& s, std::size_t at);
+  Done open_scope(const LoggedStatement& s, std::size_t at);
+  Done close_scope(std::size_t at);
+  Done exit_scope(Scope& scope, bool exceptional, std::size_t body_end);
   void skip(const LoggedStatement& s);
-  void unwind(const ModelException& e, std::size_t at);
+  Done unwind(std::size_t at);
   void end_step();
   bool at_top_level() const { return driver_.recompute_depth() == 0 && state_->scopes.empty(); }
 
-  // The driver's host.
-  [[noreturn]] void raise(const spec::AnyEvent* event, spec::RaisedException raised);
+  // The driver's host: a raise becomes the exception in flight, which the driver and the
+  // statements return to the nearest `try`, recompute or step (no C++ exception).
+  void raise(const spec::AnyEvent* event, spec::RaisedException raised);
   void event_fired(const spec::AnyEvent&, const std::optional<spec::RaisedException>&) {}
-  void run_body(const Body<S>& body);  // a recompute replays the body as its own context
+  Done run_body(const Body<S>& body);  // a recompute replays the body as its own context
   void node_gradient(driver::Node<ModelTraits<S>>&) {}
   void drop_saved(typename ModelTraits<S>::NodePayload&) {}
   void take_saved(driver::Node<ModelTraits<S>>&, driver::RecomputedSlot<ModelTraits<S>>&, CaptureId) {}
@@ -206,6 +205,7 @@ class BasicInterpreter : private statemachine::Hooks {
   statemachine::BasicMachine<S> machine_;
   ModelDriver<S> driver_;
 
+  spec::RaisedException in_flight_;  // the exception being raised, while one is
   bool keep_steps_ = true;
   std::vector<spec::StepResult> steps_;
   StepTally last_step_;

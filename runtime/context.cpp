@@ -58,8 +58,15 @@ void Context::event_fired(const spec::AnyEvent& event, const std::optional<spec:
 }
 
 // A recompute: the checkpoint's function again, on its input; what it returns is not used.
-void Context::run_body(const RuntimeTraits::Body& body) {
+driver::Done Context::run_body(const RuntimeTraits::Body& body) {
   body->function(body->input);
+  return driver::Done::Normally;
+}
+
+// The runtime throws every exception of the program (raise()): the driver's operations all
+// end normally or throw, never return Raising.
+void Context::completes(driver::Done done) {
+  if (done == driver::Done::Raising) throw std::logic_error("the driver returned a raise the runtime did not throw");
 }
 
 // §3.5 "Saved-tensor slots": after the table let the unpack through, the node takes its
@@ -96,16 +103,17 @@ Matrix Context::run_module(ModuleId m, const ModuleCompute& compute) {
                       "' ran twice in one FP8 autocast region while reduce_amax is set: its amax row would mix "
                       "two casts (TE forbids it; give each use its own module, or set reduce_amax=false)");
   }
-  const bool fp8 = driver_->module_forward_begin(m);
+  bool fp8 = false;
+  completes(driver_->module_forward_begin(m, fp8));
   if (fp8 && !region_runs_.empty()) region_runs_.back().insert(m);
   std::pair<Matrix, std::shared_ptr<NodeFunction>> result;
   try {
     result = compute(fp8);
   } catch (...) {
-    driver_->module_forward_failed(m);
+    completes(driver_->module_forward_failed(m));
     throw;
   }
-  driver_->module_forward_end(m, std::move(result.second));
+  completes(driver_->module_forward_end(m, std::move(result.second)));
   return std::move(result.first);
 }
 
@@ -116,7 +124,9 @@ Context::TapeMark Context::mark() const {
   return {m.generation, m.size};
 }
 
-void Context::discard_since(const TapeMark& mark) { driver_->discard_since(driver::TapeMark<statemachine::GrowableStorage>{mark.generation, static_cast<std::uint32_t>(mark.size)}); }
+void Context::discard_since(const TapeMark& mark) {
+  completes(driver_->discard_since(driver::TapeMark<statemachine::GrowableStorage>{mark.generation, static_cast<std::uint32_t>(mark.size)}));
+}
 bool Context::has_recorded() const { return driver_->has_recorded(spec::kCurrentGraph); }
 bool Context::in_recompute() const { return driver_->recompute_depth() > 0; }
 
@@ -146,7 +156,7 @@ void Context::save_graph(const std::string& tape) {
     if (tapes_.size() >= spec::kCurrentGraph) throw std::length_error("save_graph: too many tapes");
     found = tapes_.emplace(tape, static_cast<std::uint16_t>(tapes_.size())).first;
   }
-  driver_->save(found->second);
+  completes(driver_->save(found->second));
 }
 
 Matrix Context::run_backward(std::uint16_t tape, const Matrix& grad_output, bool retain_graph, const std::string& what) {
@@ -156,7 +166,7 @@ Matrix Context::run_backward(std::uint16_t tape, const Matrix& grad_output, bool
   require_finite(grad_output, what + ": grad_output");
   grad_ = grad_output;
   try {
-    driver_->backward(tape, retain_graph);
+    completes(driver_->backward(tape, retain_graph));
   } catch (...) {
     grad_ = Matrix{};
     throw;
@@ -169,7 +179,7 @@ StepCounts Context::end_step() {
     throw MisuseError(std::string("end_step: the ") + scope_name(scopes_.back().kind) + " scope #" +
                       std::to_string(scopes_.back().id) + " is still open (a step ends outside every scope)");
   }
-  driver_->end_step();  // what was recorded and never backpropagated
+  completes(driver_->end_step());  // what was recorded and never backpropagated
   driver_->forget_unreachable();
   const StepCounts done = counts_;
   counts_ = StepCounts{};

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "driver/done.hpp"
 #include "kernels/scaling_meta.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/node_function.hpp"
@@ -200,7 +201,8 @@ class Context : private statemachine::Hooks {
   // The driver's host.
   [[noreturn]] void raise(const spec::AnyEvent* event, spec::RaisedException raised);
   void event_fired(const spec::AnyEvent& event, const std::optional<spec::RaisedException>& raised);
-  void run_body(const RuntimeTraits::Body& body);
+  driver::Done run_body(const RuntimeTraits::Body& body);
+  static void completes(driver::Done done);
   template <class NodeT>
   void node_gradient(NodeT& node) { grad_ = node.payload->backward(grad_); }
   void drop_saved(std::shared_ptr<NodeFunction>& function) { function->drop_saved(); }

@@ -40,10 +40,10 @@ void Context::close_scope(ScopeKind kind, std::size_t id) {
   scopes_.pop_back();
 }
 
-void Context::enter_autocast(bool enabled) { driver_->autocast_enter(enabled); }
-void Context::exit_autocast() { driver_->autocast_exit(); }
-void Context::grad_push(bool enabled) { driver_->grad_push(enabled); }
-void Context::grad_pop() { driver_->grad_pop(); }
+void Context::enter_autocast(bool enabled) { completes(driver_->autocast_enter(enabled)); }
+void Context::exit_autocast() { completes(driver_->autocast_exit()); }
+void Context::grad_push(bool enabled) { completes(driver_->grad_push(enabled)); }
+void Context::grad_pop() { completes(driver_->grad_pop()); }
 
 // A reentrant checkpoint's node keeps no tensor of its own (its body keeps the input): under a
 // non-reentrant frame its twin is only checked to be a checkpoint too.
@@ -58,20 +58,21 @@ class CheckpointNode final : public NodeFunction {
 // §3.5: the checkpoint's call, its function, and its end (which records the reentrant node or
 // closes the frame), the end also while an exception leaves the function.
 Matrix Context::run_checkpoint(CheckpointMode mode, const CheckpointFunction& function, const Matrix& input) {
-  const driver::CheckpointCall<statemachine::GrowableStorage> call = driver_->checkpoint_begin(mode == CheckpointMode::Reentrant);
+  driver::CheckpointCall<statemachine::GrowableStorage> call;
+  completes(driver_->checkpoint_begin(mode == CheckpointMode::Reentrant, call));
   if (call.plain) return function(input);  // spec §3.5 "Dispatch": no checkpoint at all
   auto body = std::make_shared<const CheckpointBody>(CheckpointBody{function, input});
   Matrix output;
   try {
     output = function(input);
   } catch (...) {
-    driver_->checkpoint_end(call, true, std::move(body), nullptr);
+    completes(driver_->checkpoint_end(call, true, std::move(body), nullptr));
     throw;
   }
-  driver_->checkpoint_end(call, false, std::move(body), std::make_shared<CheckpointNode>());
+  completes(driver_->checkpoint_end(call, false, std::move(body), std::make_shared<CheckpointNode>()));
   return output;
 }
 
-void Context::recompute_uncaptured() { driver_->recompute_uncaptured(); }
+void Context::recompute_uncaptured() { completes(driver_->recompute_uncaptured()); }
 
 }  // namespace fp8sm::runtime

@@ -51,12 +51,12 @@ struct ModuleFlags {
 namespace capacity {
 FP8SM_CAPACITY(AutocastFrames, 24, "open autocast regions");
 FP8SM_CAPACITY(OwnershipFrames, 24, "open checkpoint contexts (ownership frames)");
-FP8SM_CAPACITY(CapturedBits, 48, "captured ownership bits (upstream's FIFO)");
-FP8SM_CAPACITY(CaptureRecords, 64, "checkpoint capture records");
+FP8SM_CAPACITY(CapturedBits, 32, "captured ownership bits (upstream's FIFO)");
+FP8SM_CAPACITY(CaptureRecords, 48, "checkpoint capture records");
 FP8SM_CAPACITY(CheckpointFrames, 24, "open checkpoint contexts");
 FP8SM_CAPACITY(ReplayedRuns, 32, "module runs replayed by a recompute");
-FP8SM_CAPACITY(StashedRuns, 64, "module runs stashed by checkpoints");
-FP8SM_CAPACITY(GradFrames, 32, "grad-mode pushes");
+FP8SM_CAPACITY(StashedRuns, 32, "module runs stashed by checkpoints");
+FP8SM_CAPACITY(GradFrames, 24, "grad-mode pushes");
 FP8SM_CAPACITY(Modules, 8, "modules");
 }  // namespace capacity
 
