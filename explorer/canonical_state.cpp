@@ -260,19 +260,23 @@ void rename_generations(Model& m) {
 
 // A list whose elements are all their bytes (no padding, no pointers): its size, then its
 // elements as they are.
+// (The whole array is copied, a constant size the compiler moves in a few instructions, and
+// the writer advances by the used part alone: what follows overwrites the rest.)
 template <class List>
-void write_list(const List& list, ByteWriter& out) {
+Out write_list(const List& list, Out out) {
   using T = typename List::value_type;
   static_assert(std::has_unique_object_representations_v<T> || std::is_same_v<T, bool>,
                 "hashed as bytes: every byte of an element must be a value");
   out.u8(list.size());
-  out.raw(list.data(), list.size() * sizeof(T));
+  out.fixed_then_keep<List::kCapacity * sizeof(T)>(list.data(), list.size() * sizeof(T));
+  return out;
 }
 
-void write_statements(const Model& m, std::size_t begin, std::size_t end, ByteWriter& out) {
+Out write_statements(const Model& m, std::size_t begin, std::size_t end, Out out) {
   static_assert(std::has_unique_object_representations_v<interpreter::LoggedStatement>);
   out.u8(end - begin);
-  out.raw(m.log.data() + begin, (end - begin) * sizeof(interpreter::LoggedStatement));
+  for (std::size_t i = begin; i < end; ++i) out.fixed<sizeof(interpreter::LoggedStatement)>(&m.log[i]);
+  return out;
 }
 
 // Generations as ranks among those the state mentions, where a tape never saved (no
@@ -281,25 +285,27 @@ Id generation_rank(Id generation, unsigned shift) {
   return generation == kNone ? Id{0} : static_cast<Id>(generation + shift);
 }
 
-void write_graph(const Graph& g, unsigned shift, ByteWriter& out) {
+Out write_graph(const Graph& g, unsigned shift, Out out) {
   out.u8(generation_rank(g.generation, shift));
   out.u8(static_cast<unsigned>(g.freed) | (static_cast<unsigned>(g.live) << 1));
-  write_list(g.nodes, out);  // kind, flags, id, module, record, frame, slot (and a zero byte)
+  out = write_list(g.nodes, out);  // kind, flags, id, module, record, frame, slot (and a zero byte)
+  return out;
 }
 
-void write_meta(const SymbolicMeta& meta, ByteWriter& out) {
+Out write_meta(const SymbolicMeta& meta, Out out) {
   static_assert(std::has_unique_object_representations_v<SymbolicMeta>);
-  out.raw(&meta, sizeof meta);
+  out.fixed<sizeof meta>(&meta);
+  return out;
 }
 
-void write_machine(const statemachine::MachineState<FlatStorage>& machine, ByteWriter& out) {
+Out write_machine(const statemachine::MachineState<FlatStorage>& machine, Out out) {
   const auto& d = machine.data;
-  out.raw(machine.regions, sizeof machine.regions);
-  write_list(d.bit_at_autocast_entry, out);
-  write_list(d.ownership_frames, out);
-  write_list(d.fifo, out);
-  write_list(d.captures, out);
-  write_list(d.checkpoint_frames, out);
+  out.fixed<sizeof machine.regions>(machine.regions);
+  out = write_list(d.bit_at_autocast_entry, out);
+  out = write_list(d.ownership_frames, out);
+  out = write_list(d.fifo, out);
+  out = write_list(d.captures, out);
+  out = write_list(d.checkpoint_frames, out);
   out.u8(d.replayed.size());
   if (!d.replayed.empty()) {  // fp8sm, in a recompute: per frame, what it replayed so far
     for (std::size_t i = 0; i < d.checkpoint_frames.size(); ++i) {
@@ -319,19 +325,20 @@ void write_machine(const statemachine::MachineState<FlatStorage>& machine, ByteW
       out.u8(0xFF);
     }
   }
-  write_list(d.autocasts, out);
-  write_list(d.grad_frames, out);
+  out = write_list(d.autocasts, out);
+  out = write_list(d.grad_frames, out);
   out.u8(d.user_grad);
-  out.raw(&d.fp8_backwards_in_pass, sizeof d.fp8_backwards_in_pass);
-  write_list(d.modules, out);
+  out.fixed<sizeof d.fp8_backwards_in_pass>(&d.fp8_backwards_in_pass);
+  out = write_list(d.modules, out);
+  return out;
 }
 
-void write_model(const Model& m, bool canonical_ids, bool step_results, ByteWriter& out) {
+Out write_model(const Model& m, bool canonical_ids, bool step_results, Out out) {
   const DriverState& d = m.driver;
   // Raw generations start at 1: a tape never saved is below them without a shift.
   const bool unsaved_tape = std::any_of(d.tapes.begin(), d.tapes.end(), [](const Graph& g) { return g.generation == kNone; });
   const unsigned shift = canonical_ids && unsaved_tape ? 1u : 0u;
-  write_machine(m.machine, out);
+  out = write_machine(m.machine, out);
   out.u8(m.scopes.size());
   for (const auto& scope : m.scopes) {
     const bool checkpoint = spec::is_checkpoint(scope.op);
@@ -339,38 +346,38 @@ void write_model(const Model& m, bool canonical_ids, bool step_results, ByteWrit
                          static_cast<Id>(scope.call.grad_at_call), scope.call.frame,
                          scope.op == spec::Op::Try ? generation_rank(scope.mark.generation, shift) : kNone,
                          scope.mark.size};
-    out.raw(fields, sizeof fields);
-    if (checkpoint) write_statements(m, scope.body_begin, m.log.size(), out);  // its body so far
+    out.fixed<sizeof fields>(fields);
+    if (checkpoint) out = write_statements(m, scope.body_begin, m.log.size(), out);  // its body so far
   }
   out.u8(static_cast<unsigned>(m.skip.active) | (static_cast<unsigned>(m.skip.until_step) << 1));
   out.u8(m.skip.depth);
-  write_graph(d.step_graph, shift, out);
+  out = write_graph(d.step_graph, shift, out);
   out.u8(d.tapes.size());
-  for (const Graph& g : d.tapes) write_graph(g, shift, out);
+  for (const Graph& g : d.tapes) out = write_graph(g, shift, out);
   out.u8(d.records.size());
   for (const auto& r : d.records) {
     out.u8(r.capture);
     out.u8(r.fp8);
-    write_statements(m, r.body.begin, r.body.end, out);
+    out = write_statements(m, r.body.begin, r.body.end, out);
   }
   out.u8(d.frames.size());
   for (const auto& f : d.frames) {
     const Id fields[] = {f.capture, static_cast<Id>(static_cast<unsigned>(f.fp8) | (static_cast<unsigned>(f.closed) << 1)),
                          f.live_nodes, f.slots, f.recomputed_count};
-    out.raw(fields, sizeof fields);
+    out.fixed<sizeof fields>(fields);
     for (std::size_t k = 0; k < f.recomputed_count; ++k) out.u8(d.recomputed_slots[f.recomputed_begin + k].taken);
-    write_statements(m, f.body.begin, f.body.end, out);
+    out = write_statements(m, f.body.begin, f.body.end, out);
   }
   out.u8(d.next_capture);
   // The set of released captures (a false flag says nothing), as a bit mask.
   std::uint64_t released[4] = {0, 0, 0, 0};
   for (std::size_t c = 0; c < d.released.size(); ++c) released[c >> 6] |= std::uint64_t{d.released[c]} << (c & 63u);
-  out.raw(released, sizeof released);
+  out.fixed<sizeof released>(released);
   out.u8(d.next_node);
   out.u8(generation_rank(d.next_generation, shift));
   out.u32(m.step);
   out.u8(m.step_started);
-  if (!step_results) return;
+  if (!step_results) return out;
   out.u32(m.current.forward_updates);
   out.u32(m.current.backward_updates);
   out.u8(m.current.raised.size());
@@ -379,9 +386,10 @@ void write_model(const Model& m, bool canonical_ids, bool step_results, ByteWrit
     out.raw(e.message.data(), e.message.size());
     out.u8(0);
   }
+  return out;
 }
 
-void write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers& carried, ByteWriter& out) {
+Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers& carried, Out out) {
   if (carried.forward_updates) write_list(o.program_grad.grad, out);
   if (carried.ownership) {
     const auto& own = o.ownership;
@@ -401,21 +409,21 @@ void write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers
     write_scopes(own.closed);
     write_scopes(own.revivals);
   }
-  if (!carried.numerics) return;
+  if (!carried.numerics) return out;
   const auto& n = o.numerics;
   out.u32(static_cast<std::uint32_t>(n.fifo_length));
   out.u32(static_cast<std::uint32_t>(n.step));
   out.u8(n.modules.size());
   for (std::size_t m = 0; m < n.modules.size(); ++m) {
     const auto& record = n.modules[m];
-    write_meta(record.forward, out);
-    write_meta(record.backward, out);
-    write_meta(record.saved_for_restore, out);
+    out = write_meta(record.forward, out);
+    out = write_meta(record.backward, out);
+    out = write_meta(record.saved_for_restore, out);
     out.u8(record.registered);
     for (const auto& e : n.stash) {
       if (e.module != m) continue;
       out.u8(1);
-      write_meta(e.value, out);
+      out = write_meta(e.value, out);
       out.u8(e.pushed_by);
       out.u32(static_cast<std::uint32_t>(e.step));
     }
@@ -434,7 +442,7 @@ void write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers
     for (const auto& before : n.before_pop) {
       if (before.extent != x) continue;
       out.u8(before.module);
-      write_meta(before.meta, out);
+      out = write_meta(before.meta, out);
     }
     out.u8(0xFF);
   }
@@ -456,18 +464,115 @@ void write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers
     for (const auto& kept : n.kept) {
       if (kept.capture != capture) continue;
       out.u8(kept.module);
-      write_meta(kept.meta, out);
+      out = write_meta(kept.meta, out);
     }
     out.u8(0xFF);
   }
   out.u8(kNone);
   out.u8(n.dropped.size());
   out.raw(n.dropped.data(), n.dropped.size());
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+// Whether the run's ids are already their ranks and no keyed table holds a dead entry: one
+// pass over everything that mentions an id, no renaming. Most statements leave a state so,
+// and then this is all the canonical form costs; so the sets are single words (ids above 63,
+// which only far larger programs reach, take the full renaming instead).
+class SmallIdSet {
+ public:
+  void add(Id id) {
+    if (id < 64) {
+      bits_ |= std::uint64_t{1} << id;
+    } else if (id != kNone) {
+      large_ = true;
+    }
+  }
+  // {0, ..., k - 1} for k = `count`?
+  bool is_prefix_of(std::size_t count) const {
+    return is_prefix() && prefix_size() == count;
+  }
+  bool is_prefix() const { return !large_ && (bits_ & (bits_ + 1)) == 0; }
+  // The k of a prefix {0, ..., k - 1}.
+  std::size_t prefix_size() const { return bits_ == ~std::uint64_t{0} ? 64 : static_cast<std::size_t>(__builtin_ctzll(~bits_)); }
+
+ private:
+  std::uint64_t bits_ = 0;
+  bool large_ = false;
+};
+
+bool already_canonical(const RunState& run, const CheckedObservers& carried) {
+  const Model& m = run.model;
+  const DriverState& d = m.driver;
+  const auto& md = m.machine.data;
+  SmallIdSet records, frames, captures, nodes, generations;
+  auto graph = [&](const Graph& g) {
+    generations.add(g.generation);
+    for (const auto& node : g.nodes) {
+      records.add(node.reentrant);
+      frames.add(node.frame);
+      nodes.add(node.id);
+    }
+  };
+  graph(d.step_graph);
+  for (const Graph& g : d.tapes) graph(g);
+  for (const auto& scope : m.scopes) {
+    frames.add(scope.call.frame);
+    if (spec::is_checkpoint(scope.op)) captures.add(scope.call.capture);
+    if (scope.op == spec::Op::Try) generations.add(scope.mark.generation);
+  }
+  for (const auto& pack : d.packs) frames.add(pack.frame);
+  nodes.add(d.next_node);
+  generations.add(d.next_generation);
+  if (!records.is_prefix_of(d.records.size()) || !frames.is_prefix_of(d.frames.size()) || !generations.is_prefix()) {
+    return false;
+  }
+  if (carried.ownership) {
+    const auto& o = run.observers.ownership;
+    auto owners = [&](const auto& scopes) {
+      for (const auto& scope : scopes) {
+        for (const auto& owner : scope.owners) nodes.add(owner.node);
+      }
+    };
+    owners(o.open);
+    owners(o.closed);
+    owners(o.revivals);
+  }
+  if (!nodes.is_prefix()) return false;
+  for (const auto& f : md.ownership_frames) captures.add(f.capture);
+  for (const auto& e : md.fifo) captures.add(e.capture);
+  for (const auto& f : md.checkpoint_frames) captures.add(f.capture);
+  captures.add(d.next_capture);
+  for (const auto& r : d.records) captures.add(r.capture);  // all mentioned (above)
+  for (const auto& f : d.frames) captures.add(f.capture);
+  if (carried.numerics) {
+    const NumericsState<FlatStorage>& n = run.observers.numerics;
+    for (const auto& e : n.stash) captures.add(e.pushed_by);
+    for (const auto& e : n.extents) captures.add(e.capture);
+    captures.add(n.installed_from);
+  }
+  if (!captures.is_prefix()) return false;
+  // Every keyed table's entries are of mentioned captures.
+  const std::size_t k = captures.prefix_size();
+  auto below = [k](Id id) { return id < k; };
+  if (md.captures.size() > k || md.stash_slots > k || d.released.size() > k) return false;
+  if (!std::all_of(md.stash_runs.begin(), md.stash_runs.end(), [&](const auto& r) { return below(r.capture); })) return false;
+  if (!carried.numerics) return true;
+  const NumericsState<FlatStorage>& n = run.observers.numerics;
+  return std::all_of(n.seen_keys.begin(), n.seen_keys.end(), [&](const auto& x) { return below(x.capture); }) &&
+         std::all_of(n.seen.begin(), n.seen.end(), [&](const auto& x) { return below(x.capture); }) &&
+         std::all_of(n.kept_by.begin(), n.kept_by.end(), below) &&
+         std::all_of(n.kept.begin(), n.kept.end(), [&](const auto& x) { return below(x.capture); }) &&
+         std::all_of(n.dropped.begin(), n.dropped.end(), below);
 }
 
 }  // namespace
 
 void canonicalize(RunState& run, const CheckedObservers& carried) {
+  if (already_canonical(run, carried)) return;
   compact_records_and_frames(run.model);
   rename_captures(run, carried);
   rename_nodes(run, carried);
@@ -475,19 +580,23 @@ void canonicalize(RunState& run, const CheckedObservers& carried) {
 }
 
 void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids, bool step_results,
-                     ByteWriter& out) {
-  write_model(run.model, canonical_ids, step_results, out);
-  write_observers(run.observers, carried, out);
+                     ByteWriter& writer) {
+  Out out = writer.out();
+  out = write_model(run.model, canonical_ids, step_results, out);
+  out = write_observers(run.observers, carried, out);
+  writer.advance(out);
 }
 
-void write_canonical(const ProgramFacts& facts, bool with_reference, ByteWriter& out) {
+void write_canonical(const ProgramFacts& facts, bool with_reference, ByteWriter& writer) {
+  Out out = writer.out();
   if (with_reference) {
     out.u8(static_cast<unsigned>(facts.diverged) | (static_cast<unsigned>(facts.reference_comparable) << 1));
-    out.raw(facts.tape_freed, sizeof facts.tape_freed);
+    out.fixed<sizeof facts.tape_freed>(facts.tape_freed);
   }
-  write_list(facts.open, out);
-  out.raw(facts.tape_saved, sizeof facts.tape_saved);
+  out = write_list(facts.open, out);
+  out.fixed<sizeof facts.tape_saved>(facts.tape_saved);
   out.u8(facts.modules_used);
+  writer.advance(out);
 }
 
 }  // namespace fp8sm::explorer

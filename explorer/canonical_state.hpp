@@ -36,34 +36,56 @@ namespace fp8sm::explorer {
 // the state carries (their ids count as mentions, and are renamed).
 void canonicalize(RunState& run, const CheckedObservers& carried);
 
-// A byte buffer written with single stores (the fingerprint is on the search's hot path): room
-// for a whole state is made once (reserve_for_state), then writes are not checked one by one.
+// Where canonical bytes are written next. Write functions take it and give it back by value,
+// so that its pointer stays in a register: the bytes are chars, and a char stored through a
+// pointer kept in memory could be that pointer itself, which the compiler would reload after
+// every byte (the fingerprint is on the search's hot path).
+struct Out {
+  char* at;
+  void u8(std::uint64_t v) { *at++ = static_cast<char>(v); }
+  void u32(std::uint32_t v) { fixed<sizeof v>(&v); }
+  void u64(std::uint64_t v) { fixed<sizeof v>(&v); }
+  // N bytes, N known: a few moves.
+  template <std::size_t N>
+  void fixed(const void* data) {
+    std::memcpy(at, data, N);
+    at += N;
+  }
+  // The first n of N bytes (N known, n <= N): all N are written, the cursor keeps n.
+  template <std::size_t N>
+  void fixed_then_keep(const void* data, std::size_t n) {
+    std::memcpy(at, data, N);
+    at += n;
+  }
+  // n bytes, mostly a few: a loop (the compiler makes a memcpy of unknown size an inline
+  // `rep movs`, tens of cycles to start).
+  void raw(const void* data, std::size_t n) {
+    const char* from = static_cast<const char*>(data);
+    for (std::size_t i = 0; i < n; ++i) at[i] = from[i];
+    at += n;
+  }
+};
+
+// The buffer of one thread's canonical bytes, with room for a whole state made once.
 class ByteWriter {
  public:
-  // At most this many bytes describe one state (canonical_state.cpp checks it after writing).
+  // At most this many bytes describe one state (each list, however full, at most its array
+  // and a few more, each body at most the log: less than four times the state); a list's
+  // whole array may be written past them (Out::fixed_then_keep).
   static constexpr std::size_t kStateBound = 4 * sizeof(ModelState);
 
   void clear() {
-    if (bytes_.size() < kStateBound) bytes_.resize(kStateBound);
-    at_ = bytes_.data();
+    if (bytes_.size() < kStateBound + sizeof(ModelState)) bytes_.resize(kStateBound + sizeof(ModelState));
+    size_ = 0;
   }
-  void u8(std::uint64_t v) { *at_++ = static_cast<char>(v); }
-  void u32(std::uint32_t v) { raw(&v, sizeof v); }
-  void u64(std::uint64_t v) { raw(&v, sizeof v); }
-  // Small copies, mostly of a few bytes: a loop, not the inline `rep movs` the compiler makes
-  // of a memcpy of unknown size (tens of cycles to start, most of a fingerprint's time).
-  void raw(const void* data, std::size_t n) {
-    const char* from = static_cast<const char*>(data);
-    char* to = at_;
-    for (std::size_t i = 0; i < n; ++i) to[i] = from[i];
-    at_ = to + n;
-  }
+  Out out() { return Out{bytes_.data() + size_}; }
+  void advance(const Out& out) { size_ = static_cast<std::size_t>(out.at - bytes_.data()); }
   const char* data() const { return bytes_.data(); }
-  std::size_t size() const { return static_cast<std::size_t>(at_ - bytes_.data()); }
+  std::size_t size() const { return size_; }
 
  private:
   std::vector<char> bytes_;
-  char* at_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 // Appends the run's canonical bytes: the model, the observers of `carried`, and (for I8) the

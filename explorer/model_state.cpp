@@ -14,8 +14,6 @@ namespace fp8sm::explorer {
 using spec::Op;
 using spec::Statement;
 
-bool ProgramFacts::inside_checkpoint() const { return std::any_of(open.begin(), open.end(), spec::is_checkpoint); }
-
 std::vector<std::string> carried_state(const spec::InvariantSet& checks) {
   const CheckedObservers carried = CheckedObservers::for_checks(checks);
   std::vector<std::string> parts = {"the model (machine, tape, checkpoint ledger, blocks)"};
@@ -91,9 +89,11 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   if (spec::opens_block(s.op)) {
     facts.open.push_back(s.op);
     reference_skips = spec::is_checkpoint(s.op);
+    facts.checkpoints_open = static_cast<std::uint8_t>(facts.checkpoints_open + (reference_skips ? 1 : 0));
   } else if (s.op == Op::Close) {
     closed = facts.open.back();
     reference_skips = spec::is_checkpoint(closed);
+    facts.checkpoints_open = static_cast<std::uint8_t>(facts.checkpoints_open - (reference_skips ? 1 : 0));
     facts.open.pop_back();
   } else if (s.op == Op::Save) {
     facts.tape_saved[s.name] = true;

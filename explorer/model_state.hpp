@@ -47,10 +47,11 @@ struct ProgramFacts {
   bool tape_saved[driver::capacity::Tapes::kCapacity] = {};  // some `save` of it in the prefix
   bool tape_freed[driver::capacity::Tapes::kCapacity] = {};  // backpropagated without retain since its last save
   std::uint8_t modules_used = 0;  // module names are used in order L0, L1, ... (first use)
+  std::uint8_t checkpoints_open = 0;  // checkpoint blocks among `open`
   bool diverged = false;              // from the reference (spec::ReferenceDivergence): I8 no longer applies
   bool reference_comparable = true;   // the runs have not parted on exceptions
 
-  bool inside_checkpoint() const;
+  bool inside_checkpoint() const { return checkpoints_open > 0; }
 };
 
 struct ModelState {

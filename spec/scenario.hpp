@@ -56,8 +56,9 @@ inline Statement make_statement(Op op, std::uint16_t name = 0, bool retain = fal
   return s;
 }
 
-bool opens_block(Op op);
-bool is_checkpoint(Op op);
+// The opening statements of blocks precede Close in Op.
+inline bool opens_block(Op op) { return op < Op::Close; }
+inline bool is_checkpoint(Op op) { return op == Op::CheckpointReentrant || op == Op::CheckpointNonReentrant; }
 
 struct Program {
   std::vector<Statement> statements;
