@@ -571,6 +571,77 @@ bool already_canonical(const RunState& run, const CheckedObservers& carried) {
 
 }  // namespace
 
+IdsBefore ids_before(const RunState& run) {
+  const Model& m = run.model;
+  IdsBefore before;
+  before.skipping = m.skip.active;
+  before.stash_entries = run.observers.numerics.stash.size();
+  before.records = m.driver.records.size();
+  if (!m.scopes.empty()) {
+    const auto& scope = m.scopes.back();
+    before.closing = scope.op;
+    before.closing_frame = scope.call.frame;
+    before.closing_generation = scope.mark.generation;
+    const auto& md = m.machine.data;
+    before.closing_context_on_top =
+        !md.checkpoint_frames.empty() && md.checkpoint_frames.back().capture == scope.call.capture &&
+        (md.ownership_frames.empty() || md.ownership_frames.back().capture == scope.call.capture);
+  }
+  return before;
+}
+
+// Statements that neither drop what mentions an id nor hand out an id that a dense renaming
+// would move, if nothing raised in them (unwinding discards nodes and leaves blocks), nothing
+// was being skipped before (a close may end a try's skip) and no stash entry was popped (it
+// named the checkpoint that pushed it):
+//  - opening a block (a checkpoint's capture and frame are the next ids, its scope names them;
+//    a try's mark names the current graph), and a module forward (its node takes the next id);
+//  - closing an autocast or no_grad block;
+//  - closing a checkpoint that recorded its node (reentrant) or keeps nodes of its own
+//    (non-reentrant), and whose context is the innermost (upstream leaks a failed recompute's,
+//    whose capture the exit then forgets): its capture stays named and nothing is released;
+//  - closing a try whose mark's graph is still there.
+// A skipped statement, but a close or a step, changes nothing.
+bool keeps_canonical_ids(spec::Op op, const IdsBefore& before, const RunState& after) {
+  using spec::Op;
+  if (before.skipping) return op != Op::Close && op != Op::Step;
+  if (after.model.skip.active || after.observers.numerics.stash.size() < before.stash_entries) return false;
+  const DriverState& d = after.model.driver;
+  switch (op) {
+    case Op::AutocastOn:
+    case Op::AutocastOff:
+    case Op::NoGrad:
+    case Op::Try:
+    case Op::CheckpointReentrant:
+    case Op::CheckpointNonReentrant:
+    case Op::Linear:
+      return true;
+    case Op::Close:
+      switch (before.closing) {
+        case Op::AutocastOn:
+        case Op::AutocastOff:
+        case Op::NoGrad:
+          return true;
+        case Op::CheckpointReentrant:
+          return before.closing_context_on_top && d.records.size() == before.records + 1;
+        case Op::CheckpointNonReentrant:
+          return before.closing_context_on_top && before.closing_frame != kNone &&
+                 d.frames[before.closing_frame].live_nodes > 0;
+        case Op::Try: {
+          const Id g = before.closing_generation;
+          if (d.step_graph.generation == g) return true;
+          return std::any_of(d.tapes.begin(), d.tapes.end(), [g](const Graph& t) { return t.generation == g; }) ||
+                 std::any_of(after.model.scopes.begin(), after.model.scopes.end(),
+                             [g](const auto& scope) { return scope.op == Op::Try && scope.mark.generation == g; });
+        }
+        default:
+          return false;
+      }
+    default:
+      return false;
+  }
+}
+
 void canonicalize(RunState& run, const CheckedObservers& carried) {
   if (already_canonical(run, carried)) return;
   compact_records_and_frames(run.model);

@@ -36,6 +36,23 @@ namespace fp8sm::explorer {
 // the state carries (their ids count as mentions, and are renamed).
 void canonicalize(RunState& run, const CheckedObservers& carried);
 
+// What a run was before a statement, for keeps_canonical_ids.
+struct IdsBefore {
+  bool skipping = false;
+  std::size_t stash_entries = 0;
+  std::size_t records = 0;
+  spec::Op closing = spec::Op::Step;  // the innermost open block (Step: none)
+  FlatStorage::Id closing_frame = statemachine::kNone<FlatStorage>;
+  FlatStorage::Id closing_generation = statemachine::kNone<FlatStorage>;
+  // A checkpoint's context is the innermost (upstream may leak a recompute's above it).
+  bool closing_context_on_top = false;
+};
+IdsBefore ids_before(const RunState& run);
+// Whether the statement `op` cannot have left a canonical run's ids other than their ranks,
+// nor a dead entry: then the search skips canonicalize (test_flat_state.cpp checks every case
+// it skips at depth 4).
+bool keeps_canonical_ids(spec::Op op, const IdsBefore& before, const RunState& after);
+
 // Where canonical bytes are written next. Write functions take it and give it back by value,
 // so that its pointer stays in a register: the bytes are chars, and a char stored through a
 // pointer kept in memory could be that pointer itself, which the compiler would reload after

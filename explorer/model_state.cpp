@@ -85,14 +85,12 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   // The reference sees the program without checkpoint blocks and recompute_uncaptured
   // (spec::without_checkpoints, statement by statement).
   bool reference_skips = s.op == Op::RecomputeUncaptured;
-  Op closed = Op::Close;  // the block a close closes
   if (spec::opens_block(s.op)) {
     facts.open.push_back(s.op);
     reference_skips = spec::is_checkpoint(s.op);
     facts.checkpoints_open = static_cast<std::uint8_t>(facts.checkpoints_open + (reference_skips ? 1 : 0));
   } else if (s.op == Op::Close) {
-    closed = facts.open.back();
-    reference_skips = spec::is_checkpoint(closed);
+    reference_skips = spec::is_checkpoint(facts.open.back());
     facts.checkpoints_open = static_cast<std::uint8_t>(facts.checkpoints_open - (reference_skips ? 1 : 0));
     facts.open.pop_back();
   } else if (s.op == Op::Save) {
@@ -110,39 +108,12 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   if (with_reference_ && !reference_skips) reference_.feed(s);
   if (s.op == Op::Step) finish_step(state, program_step, reference_step);
   if (canonical_ids_) {
-    if (!keeps_canonical_ids(s.op, closed, program_before, state.program)) canonicalize(state.program, carried_);
-    if (with_reference_ && !(reference_skips || keeps_canonical_ids(s.op, closed, reference_before, state.reference))) {
+    if (!keeps_canonical_ids(s.op, program_before, state.program)) canonicalize(state.program, carried_);
+    if (with_reference_ && !(reference_skips || keeps_canonical_ids(s.op, reference_before, state.reference))) {
       canonicalize(state.reference, carried_);
     }
   }
   return verdict_;
-}
-
-IdsBefore ids_before(const RunState& run) {
-  return IdsBefore{run.model.skip.active, run.observers.numerics.stash.size()};
-}
-
-// Statements that neither drop what mentions an id nor hand out an id that a dense renaming
-// would move: opening an autocast, no_grad or try block (a try's mark names the current
-// graph), closing an autocast or no_grad block, and a module forward (its node takes the next
-// id). Only if nothing raised in them (unwinding discards nodes and leaves blocks), nothing
-// was being skipped (a close may end a try's skip), and no stash entry was popped (it named
-// the checkpoint that pushed it). A skipped statement but a close changes nothing.
-bool keeps_canonical_ids(Op op, Op closed, const IdsBefore& before, const RunState& after) {
-  if (before.skipping) return op != Op::Close && op != Op::Step;
-  if (after.model.skip.active || after.observers.numerics.stash.size() < before.stash_entries) return false;
-  switch (op) {
-    case Op::AutocastOn:
-    case Op::AutocastOff:
-    case Op::NoGrad:
-    case Op::Try:
-    case Op::Linear:
-      return true;
-    case Op::Close:
-      return closed == Op::AutocastOn || closed == Op::AutocastOff || closed == Op::NoGrad;
-    default:
-      return false;
-  }
 }
 
 const Verdict& ModelRunner::end_here(ModelState& state) {

@@ -61,16 +61,6 @@ struct ModelState {
 };
 static_assert(std::is_trivially_copyable_v<ModelState>, "a successor is a copy of its parent's bytes");
 
-// What a run was before a statement, for keeps_canonical_ids.
-struct IdsBefore {
-  bool skipping = false;
-  std::size_t stash_entries = 0;
-};
-IdsBefore ids_before(const RunState& run);
-// Whether the statement `op` (a close: of `closed`) cannot have made the run's ids other than
-// their ranks, so that renaming them would change nothing (the search then skips it).
-bool keeps_canonical_ids(spec::Op op, spec::Op closed, const IdsBefore& before, const RunState& after);
-
 // What a state carries when the search checks `checks` (empty: all), in words, for the report.
 std::vector<std::string> carried_state(const spec::InvariantSet& checks);
 

@@ -242,7 +242,7 @@ class Search {
              LayerStats& stats) {
     std::uint32_t from = parent;  // the state the link's statement runs on
     bool skipping = false;        // the rest of a chain whose state was seen before
-    constexpr std::size_t kAhead = 4;  // the table's slots asked for ahead of their lookup
+    constexpr std::size_t kAhead = 16;  // the table's slots asked for ahead of their lookup
     for (std::size_t i = 0; i < std::min(kAhead, links.size()); ++i) seen_.prefetch(links[i].fingerprint);
     for (std::size_t i = 0; i < links.size(); ++i) {
       const Link& link = links[i];

@@ -41,11 +41,20 @@ bool Context::grad_enabled() const { return machine_->grad_enabled(); }
 bool Context::fp8_enabled() const { return machine_->fp8_enabled(); }
 int Context::autocast_depth() const { return machine_->autocast_depth(); }
 
+void Context::log_events(std::vector<FiredEvent>* log) {
+  event_log_ = log;
+  rows_taken_.clear();
+  machine_->record_rows(log != nullptr ? &rows_taken_ : nullptr);
+}
+
 // ---- the driver's host ----------------------------------------------------------------------
 
 // Keeps the FP8 regions (an outermost autocast, or a recompute's own) for run_module's check.
 void Context::event_fired(const spec::AnyEvent& event, const std::optional<spec::RaisedException>& raised) {
-  if (event_log_ != nullptr) event_log_->push_back(FiredEvent{event, raised ? spec::name(raised->kind) : std::string()});
+  if (event_log_ != nullptr) {
+    event_log_->push_back(FiredEvent{event, raised ? spec::name(raised->kind) : std::string(), rows_taken_});
+    rows_taken_.clear();
+  }
   if (const auto* enter = std::get_if<spec::AutocastEnter>(&event)) {
     if (raised) return;
     const bool opens_region = enter->recompute_internal || machine_->autocast_depth() == 1;

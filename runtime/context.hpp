@@ -76,11 +76,13 @@ struct ModuleMeta {
   std::optional<kernels::ScalingMeta> updated;  // m.updated_amax_history_fwd
 };
 
-// One event fired into the table, and the kind of exception it raised (empty: none). The
-// interpreter's and the runtime's traces of one program are equal (the trace property).
+// One event fired into the table, the rows it took (RowCatalogue indices: which guards held),
+// and the kind of exception it raised (empty: none). The interpreter's and the runtime's
+// traces of one program are equal (the trace property).
 struct FiredEvent {
   spec::AnyEvent event;
   std::string raised;
+  std::vector<std::uint16_t> rows;
 };
 
 // A checkpoint's function and its input, what its recomputes run again.
@@ -146,7 +148,7 @@ class Context : private statemachine::Hooks {
 
   // Every table event fired from now on is appended to `log` (nullptr stops): for benchmarks
   // and tests that replay a step's events on a bare machine or compare them with the model's.
-  void log_events(std::vector<FiredEvent>* log) { event_log_ = log; }
+  void log_events(std::vector<FiredEvent>* log);
 
   // What the machine says now.
   bool grad_enabled() const;
@@ -251,6 +253,7 @@ class Context : private statemachine::Hooks {
   Matrix grad_;  // the gradient a backward pass carries from node to node
   StepCounts counts_;
   std::vector<FiredEvent>* event_log_ = nullptr;
+  std::vector<std::uint16_t> rows_taken_;  // by the event being fired, while logging
 };
 
 }  // namespace fp8sm::runtime

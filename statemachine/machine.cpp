@@ -50,7 +50,9 @@ struct AddRow {
 template <class S>
 void Fp8StateMachine<S>::count_row(std::type_index key) {
   const int index = Machine::rows().index_of(key);
-  if (index >= 0) ++(*coverage)[static_cast<std::size_t>(index)];
+  if (index < 0) return;
+  if (coverage != nullptr) ++(*coverage)[static_cast<std::size_t>(index)];
+  if (rows_taken != nullptr) rows_taken->push_back(static_cast<std::uint16_t>(index));
 }
 
 template <class S>
@@ -155,6 +157,11 @@ template <class S>
 void BasicMachine<S>::record_coverage(std::vector<std::uint64_t>* counts) {
   if (counts != nullptr) counts->resize(rows().rows().size(), 0);
   impl_->fsm.coverage = counts;
+}
+
+template <class S>
+void BasicMachine<S>::record_rows(std::vector<std::uint16_t>* rows) {
+  impl_->fsm.rows_taken = rows;
 }
 
 template <class S>

@@ -55,6 +55,9 @@ class BasicMachine {
   void set_hooks(Hooks* hooks);
   // Counts, per row of the table (RowCatalogue order), how often it is taken; nullptr stops.
   void record_coverage(std::vector<std::uint64_t>* counts);
+  // Appends the row (RowCatalogue index) of each transition taken, in order, to `rows`
+  // (nullptr stops): which guards held. The trace property compares them, runtime and model.
+  void record_rows(std::vector<std::uint16_t>* rows);
 
   // Observation: what guards see.
   spec::Semantics semantics() const { return state_->data.semantics; }

@@ -56,12 +56,12 @@ using namespace states;   // states
 using namespace guards;   // guards
 using namespace actions;  // actions
 
-// Runs the row's action and, when coverage is being recorded, counts the row.
+// Runs the row's action and, when coverage or the rows taken are being recorded, notes the row.
 template <class Action, class Key>
 struct Counted {
   template <class Event, class Fsm, class Source, class Target>
   void operator()(const Event& event, Fsm& fsm, Source& source, Target& target) const {
-    if (fsm.coverage != nullptr) fsm.count_row(std::type_index(typeid(Key)));
+    if (fsm.coverage != nullptr || fsm.rows_taken != nullptr) fsm.count_row(std::type_index(typeid(Key)));
     Action{}(event, fsm, source, target);
   }
 };
@@ -339,7 +339,8 @@ struct Fp8StateMachine : boost::msm::front::state_machine_def<Fp8StateMachine<S>
 
   MachineData<S>* data_ = nullptr;  // the state the machine works on (owned or bound)
   Hooks* hooks_ = nullptr;
-  std::vector<std::uint64_t>* coverage = nullptr;  // per row, when recording
+  std::vector<std::uint64_t>* coverage = nullptr;   // per row, when recording
+  std::vector<std::uint16_t>* rows_taken = nullptr;  // each row taken, in order, when recording
 };
 
 }  // namespace fp8sm::statemachine

@@ -1,5 +1,6 @@
 // A random program of the scenario language run on the runtime and on the model, compared
-// event for event: the sequence of table events each fired and what each raised (the trace),
+// event for event: the sequence of table events each fired, the rows each took (which guards
+// held) and what each raised (the trace),
 // the update counts, the escaped exceptions and the final machine state, under every
 // semantics. For the properties of test_runtime_properties (CPU backend) and
 // test_device_backend_properties (the CUDA kernels).
@@ -33,13 +34,19 @@ inline spec::Program program_from(const std::vector<int>& choices) {
   return spec::program_from_choices(choices, shape);
 }
 
-// The model's trace: every event the interpreter fired, with the kind of what it raised.
+// The model's trace: every event the interpreter fired, with the rows it took and the kind of
+// what it raised. Attach it to the interpreter's machine before running.
 class EventTrace : public statemachine::Observer {
  public:
+  void attach(statemachine::Machine& machine) { machine.record_rows(&rows_); }
   void event_fired(const spec::AnyEvent& event, const std::optional<spec::RaisedException>& raised) override {
-    events.push_back(runtime::FiredEvent{event, raised ? spec::name(raised->kind) : std::string()});
+    events.push_back(runtime::FiredEvent{event, raised ? spec::name(raised->kind) : std::string(), rows_});
+    rows_.clear();
   }
   std::vector<runtime::FiredEvent> events;
+
+ private:
+  std::vector<std::uint16_t> rows_;
 };
 
 // One event with its fields, for a failing trace.
@@ -67,6 +74,8 @@ inline std::string describe(const runtime::FiredEvent& fired) {
         else if constexpr (std::is_same_v<E, spec::CheckpointReleased>) out << "CheckpointReleased{#" << e.capture << "}";
       },
       fired.event);
+  out << " rows";
+  for (std::uint16_t row : fired.rows) out << " " << row;
   if (!fired.raised.empty()) out << " raised " << fired.raised;
   return out.str();
 }
@@ -130,6 +139,7 @@ inline void check_program_on_runtime(const spec::Program& program, const std::st
   for (spec::Semantics semantics : spec::kAllSemantics) {
     EventTrace trace;
     interpreter::Interpreter model(semantics, &trace);
+    trace.attach(model.machine());
     model.run(program);
 
     runtime::Recipe recipe;
@@ -146,6 +156,9 @@ inline void check_program_on_runtime(const spec::Program& program, const std::st
     const std::string difference = trace_difference(trace.events, run.events);
     RC_LOG() << difference;
     RC_ASSERT(difference.empty());
+    // The rows are recorded (every event of the grad region, at least, takes one).
+    RC_ASSERT(trace.events.empty() || std::any_of(trace.events.begin(), trace.events.end(),
+                                                  [](const runtime::FiredEvent& e) { return !e.rows.empty(); }));
     RC_ASSERT(run.counts.size() == model.steps().size());
     for (std::size_t i = 0; i < run.counts.size(); ++i) {
       RC_ASSERT(run.counts[i].forward_updates == model.steps()[i].forward_updates);
