@@ -72,9 +72,10 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   verdict_.clear();
   ignored_.clear();
   ProgramFacts& facts = state.facts;
-  // The reference's divergence (spec::ReferenceDivergence, statement by statement).
+  // The reference's divergence (spec::ReferenceDivergence, statement by statement; a tape's
+  // only by the statements the program executes).
   facts.diverged = facts.diverged || spec::recompute_specific(s.op, facts.inside_checkpoint());
-  if ((s.op == Op::Save || s.op == Op::Backward) && s.name != spec::kCurrentGraph) {
+  if ((s.op == Op::Save || s.op == Op::Backward) && s.name != spec::kCurrentGraph && !state.program.model.skip.active) {
     if (s.op == Op::Save) {
       facts.tape_freed[s.name] = false;
     } else {

@@ -14,19 +14,25 @@ namespace {
 struct Run {
   std::vector<spec::StepResult> steps;
   std::vector<StepVerdict> verdicts;
+  std::vector<bool> executed;  // per statement: not skipped
 };
 
 Run run_checked(const spec::Program& program, spec::Semantics semantics) {
   InvariantChecker<statemachine::GrowableStorage> checker;
   interpreter::Interpreter interpreter(semantics, &checker);
   checker.attach(interpreter.machine());
-  interpreter.run(program);
-  return Run{interpreter.steps(), checker.verdicts()};
+  std::vector<bool> executed;
+  for (const spec::Statement& s : program.statements) {
+    executed.push_back(!interpreter.skipping());
+    interpreter.feed(s);
+  }
+  interpreter.end_of_file();
+  return Run{interpreter.steps(), checker.verdicts(), std::move(executed)};
 }
 
 // I8: step by step, until the runs diverge.
 void judge_transparency(const spec::Program& program, Run& run, const Run& reference) {
-  const std::vector<bool> diverged = spec::diverged_steps(program);
+  const std::vector<bool> diverged = spec::diverged_steps(program, run.executed);
   const std::size_t steps = std::min(run.steps.size(), reference.steps.size());
   for (std::size_t s = 0; s < steps; ++s) {
     StepVerdict& verdict = run.verdicts[s];

@@ -150,6 +150,9 @@ class BasicInterpreter : private statemachine::Hooks {
   const statemachine::BasicMachine<S>& machine() const { return machine_; }
   statemachine::BasicMachine<S>& machine() { return machine_; }
   int recompute_depth() const { return driver_.recompute_depth(); }
+  // Whether the next statement will be skipped (an exception is being carried to a `try`'s
+  // close or to the step's end).
+  bool skipping() const { return state_->skip.active; }
 
  private:
   friend ModelDriver<S>;

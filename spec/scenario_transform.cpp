@@ -30,9 +30,9 @@ bool recompute_specific(Op op, bool inside_checkpoint) {
   return inside_checkpoint && (op == Op::RaiseOriginal || op == Op::RaiseRecompute);
 }
 
-void ReferenceDivergence::apply(const Statement& s, bool inside_checkpoint) {
+void ReferenceDivergence::apply(const Statement& s, bool inside_checkpoint, bool executed) {
   diverged = diverged || recompute_specific(s.op, inside_checkpoint);
-  if ((s.op != Op::Save && s.op != Op::Backward) || s.name == kCurrentGraph) return;
+  if ((s.op != Op::Save && s.op != Op::Backward) || s.name == kCurrentGraph || !executed) return;
   if (s.name >= tape_freed.size()) tape_freed.resize(s.name + 1u, false);
   if (s.op == Op::Save) {
     tape_freed[s.name] = false;
@@ -42,20 +42,21 @@ void ReferenceDivergence::apply(const Statement& s, bool inside_checkpoint) {
   tape_freed[s.name] = tape_freed[s.name] || !s.retain;
 }
 
-std::vector<bool> diverged_steps(const Program& program) {
+std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>& executed) {
   std::vector<bool> steps;
   std::vector<bool> checkpoint_block;  // per open block
   int checkpoints_open = 0;
   ReferenceDivergence divergence;
   bool step_has_statements = false;
-  for (const Statement& s : program.statements) {
+  for (std::size_t i = 0; i < program.statements.size(); ++i) {
+    const Statement& s = program.statements[i];
     if (s.op == Op::Step) {
       steps.push_back(divergence.diverged);
       step_has_statements = false;
       continue;
     }
     step_has_statements = true;
-    divergence.apply(s, checkpoints_open > 0);
+    divergence.apply(s, checkpoints_open > 0, i < executed.size() && executed[i]);
     if (opens_block(s.op)) {
       checkpoint_block.push_back(is_checkpoint(s.op));
       checkpoints_open += is_checkpoint(s.op) ? 1 : 0;

@@ -20,15 +20,19 @@ bool recompute_specific(Op op, bool inside_checkpoint);
 // compares them no further: a recompute-specific statement, or a backward of a tape that a
 // backward without retain ran over since its last save (torch refuses such a graph at its
 // first freed node, and a checkpoint is a node even around an empty body, so the program can
-// raise where its reference does not).
+// raise where its reference does not). Only the statements the program executed count for the
+// tape (`executed`: false for one an exception made it skip, such as a `save` after a caught
+// raise in the same `try`); a recompute-specific statement counts as written, since a
+// recompute replays a checkpoint's body, skipped statements too.
 struct ReferenceDivergence {
   bool diverged = false;
   std::vector<bool> tape_freed;  // per tape: backpropagated without retain since its last save
 
-  void apply(const Statement& s, bool inside_checkpoint);
+  void apply(const Statement& s, bool inside_checkpoint, bool executed);
 };
 
 // Per step of the program: whether it has diverged from its reference by the step's end.
-std::vector<bool> diverged_steps(const Program& program);
+// `executed`: per statement of the program, whether its run executed it (see above).
+std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>& executed);
 
 }  // namespace fp8sm::spec
