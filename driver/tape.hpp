@@ -24,7 +24,7 @@ using NodeId = std::uint32_t;
 // The driver's lists and their capacities in the flat state (explorer/flat_capacity.hpp).
 namespace capacity {
 FP8SM_CAPACITY(GraphNodes, 16, "autograd nodes in one graph");
-FP8SM_CAPACITY(Tapes, 2, "saved tapes");
+FP8SM_CAPACITY(Tapes, 1, "saved tapes");
 FP8SM_CAPACITY(Records, 24, "reentrant checkpoint records");
 FP8SM_CAPACITY(Frames, 24, "non-reentrant checkpoint frames");
 FP8SM_CAPACITY(RecomputedSlots, 24, "saved-tensor slots filled by non-reentrant recomputes");

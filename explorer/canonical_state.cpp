@@ -260,15 +260,13 @@ void rename_generations(Model& m) {
 
 // A list whose elements are all their bytes (no padding, no pointers): its size, then its
 // elements as they are.
-// (The whole array is copied, a constant size the compiler moves in a few instructions, and
-// the writer advances by the used part alone: what follows overwrites the rest.)
 template <class List>
 Out write_list(const List& list, Out out) {
   using T = typename List::value_type;
   static_assert(std::has_unique_object_representations_v<T> || std::is_same_v<T, bool>,
                 "hashed as bytes: every byte of an element must be a value");
   out.u8(list.size());
-  out.fixed_then_keep<List::kCapacity * sizeof(T)>(list.data(), list.size() * sizeof(T));
+  out.used_of<List::kCapacity * sizeof(T)>(list.data(), list.size() * sizeof(T));
   return out;
 }
 
@@ -571,13 +569,13 @@ bool already_canonical(const RunState& run, const CheckedObservers& carried) {
 
 }  // namespace
 
-IdsBefore ids_before(const RunState& run) {
+IdsBefore ids_before(const RunState& run, spec::Op op) {
   const Model& m = run.model;
   IdsBefore before;
   before.skipping = m.skip.active;
   before.stash_entries = run.observers.numerics.stash.size();
   before.records = m.driver.records.size();
-  if (!m.scopes.empty()) {
+  if (op == spec::Op::Close && !m.scopes.empty()) {  // only a close asks what it closes
     const auto& scope = m.scopes.back();
     before.closing = scope.op;
     before.closing_frame = scope.call.frame;

@@ -47,7 +47,7 @@ struct IdsBefore {
   // A checkpoint's context is the innermost (upstream may leak a recompute's above it).
   bool closing_context_on_top = false;
 };
-IdsBefore ids_before(const RunState& run);
+IdsBefore ids_before(const RunState& run, spec::Op op);  // before statement `op`
 // Whether the statement `op` cannot have left a canonical run's ids other than their ranks,
 // nor a dead entry: then the search skips canonicalize (test_flat_state.cpp checks every case
 // it skips at depth 4).
@@ -68,10 +68,22 @@ struct Out {
     std::memcpy(at, data, N);
     at += N;
   }
-  // The first n of N bytes (N known, n <= N): all N are written, the cursor keeps n.
+  // The first n of an array of N bytes (N known, n <= N), in 16-byte moves that stay inside
+  // the array (the last may overlap the one before); the cursor keeps n, what follows
+  // overwrites the rest.
   template <std::size_t N>
-  void fixed_then_keep(const void* data, std::size_t n) {
-    std::memcpy(at, data, N);
+  void used_of(const void* data, std::size_t n) {
+    const char* from = static_cast<const char*>(data);
+    if constexpr (N <= 16) {
+      std::memcpy(at, from, N);
+    } else {
+      std::size_t i = 0;
+      for (; i + 16 <= n; i += 16) std::memcpy(at + i, from + i, 16);
+      if (i < n) {
+        const std::size_t last = n >= 16 ? n - 16 : 0;
+        std::memcpy(at + last, from + last, 16);
+      }
+    }
     at += n;
   }
   // n bytes, mostly a few: a loop (the compiler makes a memcpy of unknown size an inline
@@ -88,7 +100,7 @@ class ByteWriter {
  public:
   // At most this many bytes describe one state (each list, however full, at most its array
   // and a few more, each body at most the log: less than four times the state); a list's
-  // whole array may be written past them (Out::fixed_then_keep).
+  // array's first 16 bytes may be written past them (Out::used_of).
   static constexpr std::size_t kStateBound = 4 * sizeof(ModelState);
 
   void clear() {

@@ -61,6 +61,8 @@ void ModelRunner::copy(ModelState& to, const ModelState& from) const {
 }
 
 void ModelRunner::bind(ModelState& state) {
+  if (bound_ == &state) return;  // a chain's links are one state, one statement after another
+  bound_ = &state;
   program_.bind(state.program.model);
   program_checker_.bind(state.program.observers);
   if (!with_reference_) return;
@@ -103,8 +105,8 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   bind(state);
   const std::uint32_t program_step = state.program.model.step;
   const std::uint32_t reference_step = state.reference.model.step;
-  const IdsBefore program_before = ids_before(state.program);
-  const IdsBefore reference_before = ids_before(state.reference);
+  const IdsBefore program_before = ids_before(state.program, s.op);
+  const IdsBefore reference_before = with_reference_ ? ids_before(state.reference, s.op) : IdsBefore{};
   program_.feed(s);
   if (with_reference_ && !reference_skips) reference_.feed(s);
   if (s.op == Op::Step) finish_step(state, program_step, reference_step);

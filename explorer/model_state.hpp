@@ -102,6 +102,7 @@ class ModelRunner {
   bool with_reference_;
   bool canonical_ids_;
   ModelState scratch_;  // what the engines are bound to before the first state
+  const ModelState* bound_ = nullptr;  // the state the engines work on
   Verdict verdict_;     // the program's, per statement
   Verdict ignored_;     // the reference's own (only I8's comparison counts)
   interpreter::FlatInterpreter program_;

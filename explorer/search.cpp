@@ -259,8 +259,7 @@ class Search {
   void merge_link(const Link& link, std::uint32_t& from, int length, std::vector<std::uint32_t>& next,
                   LayerStats& stats, bool& skipping) {
     ++stats.transitions;
-    const Statement via = unpack_statement(link.via);
-    record(link.violations, from, via, link.fingerprint, length);
+    if (!link.violations.empty()) record(link.violations, from, unpack_statement(link.via), link.fingerprint, length);
     // Under a memory budget a new state is looked up first: storing it may not fit.
     if (options_.max_memory != 0 && !seen_.contains(link.fingerprint) && over_memory_budget()) {
       stopped_ = StopReason::MaxMemory;
@@ -270,9 +269,11 @@ class Search {
       skipping = true;
       return;
     }
-    from = tree_.add(from, via);
+    from = tree_.add_packed(from, link.via);
     next.push_back(from);
-    if (link.top_level) record(link.end_violations, from, std::nullopt, link.fingerprint, length);
+    if (link.top_level && !link.end_violations.empty()) {
+      record(link.end_violations, from, std::nullopt, link.fingerprint, length);
+    }
     if (options_.max_states != 0 && tree_.size() >= options_.max_states) stopped_ = StopReason::MaxStates;
   }
 

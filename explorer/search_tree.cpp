@@ -59,12 +59,16 @@ spec::Statement unpack_statement(std::uint8_t packed) {
 SearchTree::SearchTree() { add(kNoParent, spec::Statement{}); }
 
 std::uint32_t SearchTree::add(std::uint32_t parent, const spec::Statement& via) {
+  return add_packed(parent, pack_statement(via));
+}
+
+std::uint32_t SearchTree::add_packed(std::uint32_t parent, std::uint8_t via) {
   if (size_ >= kNoParent) throw std::length_error("the search tree holds at most 2^32 - 1 states");
   if (full()) chunks_.emplace_back();
   const auto index = static_cast<std::uint32_t>(size_);
   Chunk& c = chunks_.back();
   c.parents[index % kChunk] = parent;
-  c.vias[index % kChunk] = pack_statement(via);
+  c.vias[index % kChunk] = via;
   ++size_;
   return index;
 }

@@ -31,6 +31,7 @@ class SearchTree {
   SearchTree();
 
   std::uint32_t add(std::uint32_t parent, const spec::Statement& via);
+  std::uint32_t add_packed(std::uint32_t parent, std::uint8_t via);  // via: pack_statement's
   std::size_t size() const { return size_; }
   std::uint32_t parent(std::uint32_t index) const { return chunk(index).parents[index % kChunk]; }
   spec::Statement via(std::uint32_t index) const { return unpack_statement(chunk(index).vias[index % kChunk]); }

@@ -71,7 +71,7 @@ struct LoggedStatement {
 
 namespace capacity {
 FP8SM_CAPACITY(Log, 24, "statements");
-FP8SM_CAPACITY(Scopes, 24, "open blocks");
+FP8SM_CAPACITY(Scopes, 16, "open blocks");
 FP8SM_CAPACITY(Raised, 2, "exceptions escaping one step");
 }  // namespace capacity
 

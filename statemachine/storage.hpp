@@ -87,7 +87,7 @@ class BoundedVector {
   void resize(std::size_t n, const T& value = T{}) {
     if (n > N) capacity_exceeded(N, Tag::kWhat);
     for (std::size_t i = size_; i < n; ++i) items_[i] = value;
-    for (std::size_t i = n; i < size_; ++i) items_[i] = T{};
+    for (std::size_t i = n; i < size_ && i < N; ++i) items_[i] = T{};  // (i < N: for the compiler's bounds check)
     size_ = static_cast<std::uint8_t>(n);
   }
   T* erase(T* first, T* last) {

@@ -114,7 +114,7 @@ TEST(FlatState, SkippingTheRenamingIsRightWhereverItIsSkipped) {
                 << spec::name(s) << ": the state after a statement is not canonical";
             ++checked;
           }
-          skipped += explorer::keeps_canonical_ids(statement.op, explorer::ids_before(parent.program), child->program)
+          skipped += explorer::keeps_canonical_ids(statement.op, explorer::ids_before(parent.program, statement.op), child->program)
                          ? 1
                          : 0;
           visit(*child, statement.op == spec::Op::Close ? budget : budget - 1);
