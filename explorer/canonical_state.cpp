@@ -444,14 +444,14 @@ Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers&
     }
     out.u8(0xFF);
   }
+  std::size_t next_seen = 0;  // `seen` is sorted by key, as `seen_keys` is
   for (const auto& key : n.seen_keys) {
     out.u8(key.capture);
     out.u8(key.module);
-    for (const auto& seen : n.seen) {
-      if (seen.capture == key.capture && seen.module == key.module) {
-        out.u8(1);
-        out.u64(seen.history);
-      }
+    for (; next_seen < n.seen.size() && n.seen[next_seen].capture == key.capture && n.seen[next_seen].module == key.module;
+         ++next_seen) {
+      out.u8(1);
+      out.u64(n.seen[next_seen].history);
     }
     out.u8(0);
   }

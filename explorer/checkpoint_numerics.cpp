@@ -169,26 +169,34 @@ void CheckpointNumerics<S>::module_computed(const ObserverContext<S>& ctx, Modul
   State& st = *state_;
   SymbolicMeta& meta = module(m).forward;
   const Id module_id = to_id<S>(m);
+  // `seen` is sorted by (capture, module), each key's histories in the order seen: a key's
+  // k-th history is k after its first, found by binary search (nested checkpoints make these
+  // lists long: every checkpoint around a module sees it).
+  auto key_less = [](const auto& a, const auto& b) {
+    return a.capture != b.capture ? a.capture < b.capture : a.module < b.module;
+  };
   for (std::size_t e = 0; e < st.extents.size(); ++e) {
     const typename State::Extent extent = st.extents[e];
+    const typename State::Seen key{meta.history, extent.capture, module_id};
     insert_sorted(st.seen_keys, typename State::SeenKey{extent.capture, module_id});
     if (!extent.recompute) {
-      st.seen.push_back(typename State::Seen{meta.history, extent.capture, module_id});
+      st.seen.insert(std::upper_bound(st.seen.begin(), st.seen.end(), key, key_less), key);
       continue;
     }
     // This recompute's k-th computation of m against the original's k-th.
     const Id at = static_cast<Id>(e);
-    auto occurrence = std::find_if(st.occurrences.begin(), st.occurrences.end(), [&](const auto& o) {
-      return o.extent > at || (o.extent == at && o.module >= module_id);
+    const typename State::Occurrence probe{at, module_id, 0};
+    auto occurrence = std::lower_bound(st.occurrences.begin(), st.occurrences.end(), probe, [](const auto& a, const auto& b) {
+      return a.extent != b.extent ? a.extent < b.extent : a.module < b.module;
     });
     if (occurrence == st.occurrences.end() || occurrence->extent != at || occurrence->module != module_id) {
-      occurrence = st.occurrences.insert(occurrence, typename State::Occurrence{at, module_id, 0});
+      occurrence = st.occurrences.insert(occurrence, probe);
     }
-    int k = occurrence->count++;
-    for (const auto& seen : st.seen) {
-      if (seen.capture != extent.capture || seen.module != module_id || k-- != 0) continue;
-      if (seen.history != meta.history) ctx.violate(Invariant::I5, Reason::RecomputeSeesOtherScaling, m);
-      break;
+    const std::size_t k = occurrence->count++;
+    const auto first = std::lower_bound(st.seen.begin(), st.seen.end(), key, key_less);
+    const auto last = std::upper_bound(first, st.seen.end(), key, key_less);
+    if (k < static_cast<std::size_t>(last - first) && first[static_cast<std::ptrdiff_t>(k)].history != meta.history) {
+      ctx.violate(Invariant::I5, Reason::RecomputeSeesOtherScaling, m);
     }
   }
   meta.accumulate(amax_tag(m, st.step, meta.history, false), recompute, st.step);
