@@ -20,33 +20,7 @@
 #include "explorer/successor_walk.hpp"
 #include "spec/invariants.hpp"
 #include "spec/semantics.hpp"
-
-namespace {
-
-// Calls of operator new since start; the benchmark is single-threaded.
-unsigned long long g_allocations = 0;
-
-}  // namespace
-
-// The replacements pair malloc with free themselves; GCC, seeing `operator delete` free what
-// `operator new` returned, would warn of a mismatch that is not one.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t size) {
-  ++g_allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+#include "tests/counting_operator_new.hpp"
 
 namespace {
 
@@ -92,9 +66,11 @@ int main(int argc, char** argv) {
   Part parts[] = {{"copy the parent"}, {"execute the statement"}, {"fingerprint"}, {"judge the program's end"}};
   fp8sm::explorer::ModelRunner runner(*parsed_semantics, check_set, true);
   auto around = [&](fp8sm::explorer::SuccessorPart part, auto&& run) {
-    const unsigned long long before = g_allocations;
+    const unsigned long long before = counting_new::calls;
+    counting_new::counting = true;
     run();
-    parts[static_cast<int>(part)].add(g_allocations - before);
+    counting_new::counting = false;
+    parts[static_cast<int>(part)].add(counting_new::calls - before);
   };
   fp8sm::explorer::SuccessorWalk<decltype(around)> walk(runner, depth, around);
   const unsigned long long successors = walk.run(depth);

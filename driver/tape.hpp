@@ -21,7 +21,8 @@ using spec::CaptureId;
 using spec::ModuleId;
 using NodeId = std::uint32_t;
 
-// The driver's lists and their capacities in the flat state (explorer/flat_capacity.hpp).
+// The driver's lists and their capacities in the flat state (FP8SM_CAPACITY, statemachine/storage.hpp;
+// why these numbers: docs/explorer.md, *Capacities*).
 namespace capacity {
 FP8SM_CAPACITY(GraphNodes, 16, "autograd nodes in one graph");
 FP8SM_CAPACITY(Tapes, 1, "saved tapes");

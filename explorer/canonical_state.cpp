@@ -143,11 +143,36 @@ void compact_records_and_frames(Model& m) {
   for (auto& pack : d.packs) pack.frame = frames.rank(pack.frame);
 }
 
-// Whether the mentioned captures are already {0, ..., k - 1} and every keyed table holds only
-// entries of them: the common case (a statement that neither creates nor drops a checkpoint).
-bool captures_are_canonical(const RunState& run, const CheckedObservers& carried, const IdSet& captures) {
-  std::size_t k = 0;
-  if (!captures.is_prefix(k)) return false;
+// Adds every capture the run mentions (a frame, a FIFO entry, an open checkpoint, a record, a
+// stash entry, ...) to `captures`, an IdSet or a SmallIdSet. The keyed tables (captures,
+// stash runs, released, the numerics' seen/kept/dropped lists) are not mentions: an entry of
+// a capture nothing mentions is dead and dropped.
+template <class Set>
+void add_capture_mentions(const RunState& run, const CheckedObservers& carried, Set& captures) {
+  const Model& m = run.model;
+  const DriverState& d = m.driver;
+  const auto& md = m.machine.data;
+  for (const auto& f : md.ownership_frames) captures.add(f.capture);
+  for (const auto& e : md.fifo) captures.add(e.capture);
+  for (const auto& f : md.checkpoint_frames) captures.add(f.capture);
+  for (const auto& scope : m.scopes) {
+    if (spec::is_checkpoint(scope.op)) captures.add(scope.call.capture);
+  }
+  captures.add(d.next_capture);
+  for (const auto& r : d.records) captures.add(r.capture);
+  for (const auto& f : d.frames) captures.add(f.capture);
+  if (carried.numerics) {
+    const NumericsState<FlatStorage>& n = run.observers.numerics;
+    for (const auto& e : n.stash) captures.add(e.pushed_by);
+    for (const auto& e : n.extents) captures.add(e.capture);
+    captures.add(n.installed_from);
+  }
+}
+
+// Whether every keyed table holds only entries of captures below `k`: with the mentions
+// {0, ..., k - 1}, there is nothing to drop or rename (a statement that neither creates nor
+// drops a checkpoint).
+bool keyed_tables_within(const RunState& run, const CheckedObservers& carried, std::size_t k) {
   const auto& md = run.model.machine.data;
   const DriverState& d = run.model.driver;
   auto below = [k](Id id) { return id < k; };
@@ -169,21 +194,9 @@ void rename_captures(RunState& run, const CheckedObservers& carried) {
   NumericsState<FlatStorage>& n = run.observers.numerics;
 
   IdSet captures;
-  for (const auto& f : md.ownership_frames) captures.add(f.capture);
-  for (const auto& e : md.fifo) captures.add(e.capture);
-  for (const auto& f : md.checkpoint_frames) captures.add(f.capture);
-  for (const auto& scope : m.scopes) {
-    if (spec::is_checkpoint(scope.op)) captures.add(scope.call.capture);
-  }
-  captures.add(d.next_capture);
-  for (const auto& r : d.records) captures.add(r.capture);
-  for (const auto& f : d.frames) captures.add(f.capture);
-  if (carried.numerics) {
-    for (const auto& e : n.stash) captures.add(e.pushed_by);
-    for (const auto& e : n.extents) captures.add(e.capture);
-    captures.add(n.installed_from);
-  }
-  if (captures_are_canonical(run, carried, captures)) return;
+  add_capture_mentions(run, carried, captures);
+  std::size_t mentioned = 0;
+  if (captures.is_prefix(mentioned) && keyed_tables_within(run, carried, mentioned)) return;
 
   // Mentions.
   for (auto& f : md.ownership_frames) f.capture = captures.rank(f.capture);
@@ -505,7 +518,6 @@ class SmallIdSet {
 bool already_canonical(const RunState& run, const CheckedObservers& carried) {
   const Model& m = run.model;
   const DriverState& d = m.driver;
-  const auto& md = m.machine.data;
   SmallIdSet records, frames, captures, nodes, generations;
   auto graph = [&](const Graph& g) {
     generations.add(g.generation);
@@ -519,7 +531,6 @@ bool already_canonical(const RunState& run, const CheckedObservers& carried) {
   for (const Graph& g : d.tapes) graph(g);
   for (const auto& scope : m.scopes) {
     frames.add(scope.call.frame);
-    if (spec::is_checkpoint(scope.op)) captures.add(scope.call.capture);
     if (scope.op == spec::Op::Try) generations.add(scope.mark.generation);
   }
   for (const auto& pack : d.packs) frames.add(pack.frame);
@@ -540,31 +551,8 @@ bool already_canonical(const RunState& run, const CheckedObservers& carried) {
     owners(o.revivals);
   }
   if (!nodes.is_prefix()) return false;
-  for (const auto& f : md.ownership_frames) captures.add(f.capture);
-  for (const auto& e : md.fifo) captures.add(e.capture);
-  for (const auto& f : md.checkpoint_frames) captures.add(f.capture);
-  captures.add(d.next_capture);
-  for (const auto& r : d.records) captures.add(r.capture);  // all mentioned (above)
-  for (const auto& f : d.frames) captures.add(f.capture);
-  if (carried.numerics) {
-    const NumericsState<FlatStorage>& n = run.observers.numerics;
-    for (const auto& e : n.stash) captures.add(e.pushed_by);
-    for (const auto& e : n.extents) captures.add(e.capture);
-    captures.add(n.installed_from);
-  }
-  if (!captures.is_prefix()) return false;
-  // Every keyed table's entries are of mentioned captures.
-  const std::size_t k = captures.prefix_size();
-  auto below = [k](Id id) { return id < k; };
-  if (md.captures.size() > k || md.stash_slots > k || d.released.size() > k) return false;
-  if (!std::all_of(md.stash_runs.begin(), md.stash_runs.end(), [&](const auto& r) { return below(r.capture); })) return false;
-  if (!carried.numerics) return true;
-  const NumericsState<FlatStorage>& n = run.observers.numerics;
-  return std::all_of(n.seen_keys.begin(), n.seen_keys.end(), [&](const auto& x) { return below(x.capture); }) &&
-         std::all_of(n.seen.begin(), n.seen.end(), [&](const auto& x) { return below(x.capture); }) &&
-         std::all_of(n.kept_by.begin(), n.kept_by.end(), below) &&
-         std::all_of(n.kept.begin(), n.kept.end(), [&](const auto& x) { return below(x.capture); }) &&
-         std::all_of(n.dropped.begin(), n.dropped.end(), below);
+  add_capture_mentions(run, carried, captures);
+  return captures.is_prefix() && keyed_tables_within(run, carried, captures.prefix_size());
 }
 
 }  // namespace

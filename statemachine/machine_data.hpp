@@ -46,7 +46,7 @@ struct ModuleFlags {
 };
 
 // The lists of the machine's data and their capacities in the flat state, which serves every
-// program of up to 8 statements (explorer/flat_capacity.hpp): autocasts and checkpoints open
+// program of up to 8 statements (docs/explorer.md, *Capacities*): autocasts and checkpoints open
 // at once, the recompute's own frames on top, and what upstream leaks across steps.
 namespace capacity {
 FP8SM_CAPACITY(AutocastFrames, 24, "open autocast regions");
