@@ -277,16 +277,22 @@ class Search {
     if (options_.max_states != 0 && tree_.size() >= options_.max_states) stopped_ = StopReason::MaxStates;
   }
 
-  // Sizes the seen-set once for the states the next layer is expected to add (as many per
-  // parent as the last layer added, and a twentieth more), when that fits the memory budget.
+  // Sizes the seen-set once for the states the next layer is expected to add, when that fits
+  // the memory budget. A layer adds more states per parent than the one before (longer
+  // programs have more ways to differ), so the last layer's rate is carried forward with its
+  // growth (at most 1.5x), and a twentieth more. Underestimating costs a rehash of the whole
+  // table late in the layer, with old and new tables held at once (the peak of a deep search).
   void reserve_for_next_layer(std::size_t parents) {
     const std::size_t stored = tree_.size();
     if (last_parents_ > 0) {
       const double per_parent = static_cast<double>(stored - stored_before_last_) / static_cast<double>(last_parents_);
-      const auto expected = static_cast<std::size_t>(static_cast<double>(stored) + 1.05 * per_parent * static_cast<double>(parents));
+      const double growth = per_parent_before_ > 0 ? std::clamp(per_parent / per_parent_before_, 1.0, 1.5) : 1.0;
+      const auto expected = static_cast<std::size_t>(static_cast<double>(stored) +
+                                                     1.05 * growth * per_parent * static_cast<double>(parents));
       if (options_.max_memory == 0 || seen_.bytes_for(expected) + tree_.bytes() <= options_.max_memory) {
         seen_.reserve(expected);
       }
+      per_parent_before_ = per_parent;
     }
     stored_before_last_ = stored;
     last_parents_ = parents;
@@ -357,6 +363,7 @@ class Search {
   std::unique_ptr<Scratch> replay_;    // for the reasons of counterexamples
   std::size_t stored_before_last_ = 0;  // states stored before the last layer was expanded
   std::size_t last_parents_ = 0;        // the parents it expanded
+  double per_parent_before_ = 0;        // the states a parent added in the layer before the last
   spec::InvariantSet checks_;
   SearchTree tree_;
   FingerprintSet seen_;
