@@ -1,6 +1,7 @@
 // Properties of the runtime, checked on random cases that RapidCheck shrinks to a minimal one:
-// (a) a random program gives the same update counts, the same escaped exceptions and the same
-//     final state-machine state on the runtime as on the model, under every semantics;
+// (a) a random program fires the same sequence of table events on the runtime as on the model,
+//     each taking the same rows (so its guards held alike), and gives the same update counts,
+//     escaped exceptions and final state-machine state, under every semantics;
 // (b) checkpointing is transparent: any checkpoint arrangement of a random network trains bit
 //     for bit as the same network without checkpoints (fp8sm), over several steps and recipes;
 // (c) an exception raised at any point inside any scope leaves the runtime as the model (the
