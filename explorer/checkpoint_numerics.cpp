@@ -1,6 +1,8 @@
 #include "explorer/checkpoint_numerics.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 
 namespace fp8sm::explorer {
 
@@ -169,18 +171,25 @@ void CheckpointNumerics<S>::module_computed(const ObserverContext<S>& ctx, Modul
   State& st = *state_;
   SymbolicMeta& meta = module(m).forward;
   const Id module_id = to_id<S>(m);
-  // `seen` is sorted by (capture, module), each key's histories in the order seen: a key's
+  // `seen` is grouped by (capture, module), each key's histories in the order seen: a key's
   // k-th history is k after its first, found by binary search (nested checkpoints make these
-  // lists long: every checkpoint around a module sees it).
+  // lists long: every checkpoint around a module sees it). The original extents' histories are
+  // added together after the loop (storage.hpp, insert_grouped); the recompute extents read
+  // other checkpoints' keys, so they do not see the difference.
   auto key_less = [](const auto& a, const auto& b) {
     return a.capture != b.capture ? a.capture < b.capture : a.module < b.module;
   };
+  auto seen_key = [](const typename State::Seen& x) { return (std::uint64_t{x.capture} << 32) | x.module; };
+  constexpr std::size_t kBatch = 64;
+  typename State::Seen added[kBatch];
+  std::size_t n = 0;
   for (std::size_t e = 0; e < st.extents.size(); ++e) {
     const typename State::Extent extent = st.extents[e];
     const typename State::Seen key{meta.history, extent.capture, module_id};
     insert_sorted(st.seen_keys, typename State::SeenKey{extent.capture, module_id});
     if (!extent.recompute) {
-      st.seen.insert(std::upper_bound(st.seen.begin(), st.seen.end(), key, key_less), key);
+      if (n == kBatch) statemachine::insert_grouped(st.seen, added, std::exchange(n, 0), seen_key);
+      added[n++] = key;
       continue;
     }
     // This recompute's k-th computation of m against the original's k-th.
@@ -199,6 +208,7 @@ void CheckpointNumerics<S>::module_computed(const ObserverContext<S>& ctx, Modul
       ctx.violate(Invariant::I5, Reason::RecomputeSeesOtherScaling, m);
     }
   }
+  statemachine::insert_grouped(st.seen, added, n, seen_key);
   meta.accumulate(amax_tag(m, st.step, meta.history, false), recompute, st.step);
 }
 

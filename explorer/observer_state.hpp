@@ -129,7 +129,7 @@ struct NumericsState {
   List<Occurrence, capacity::Occurrences> occurrences;
   List<BeforePop, capacity::Occurrences> before_pop;
   List<SeenKey, capacity::SeenKeys> seen_keys;  // sorted
-  List<Seen, capacity::SeenHistories> seen;      // sorted by (capture, module), each key's in order
+  List<Seen, capacity::SeenHistories> seen;      // grouped by (capture, module) in key order, each in order
   List<Id, capacity::KeptCheckpoints> kept_by;  // sorted: the checkpoints with a kept stash (maybe empty)
   List<Kept, capacity::KeptEntries> kept;
   List<Id, capacity::DroppedCheckpoints> dropped;  // sorted: checkpoints the driver released

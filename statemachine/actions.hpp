@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "statemachine/hooks.hpp"
 #include "statemachine/machine_data.hpp"
@@ -144,11 +145,16 @@ FP8SM_ACTION(RestoreLiveMeta, hooks.restore(event.module))
 // too), with a clone of the live meta when the module runs in FP8.
 FP8SM_ACTION(StashIntoCheckpoints, {
   const bool fp8 = data.module(event.module).fp8;
+  constexpr std::size_t kBatch = 64;  // the runs added to the stash at once (nesting is at most 64)
+  typename Data::StashedRun runs[kBatch];
+  std::size_t n = 0;
   for (auto it = data.checkpoint_frames.rbegin(); it != data.checkpoint_frames.rend() && !it->recompute; ++it) {
     data.open_stash(it->capture);
-    data.stash_runs.push_back(typename Data::StashedRun{it->capture, to_id<S>(event.module), fp8});
+    if (n == kBatch) data.add_stash_runs(runs, std::exchange(n, 0));
+    runs[n++] = typename Data::StashedRun{it->capture, to_id<S>(event.module), fp8};
     if (fp8) hooks.stash_for(event.module, it->capture);
   }
+  data.add_stash_runs(runs, n);
 })
 FP8SM_ACTION(SaveLiveMetaForReplay, {
   data.module(event.module).restore_pending = true;
@@ -161,9 +167,9 @@ FP8SM_ACTION(ReplayStashedMeta, {
   const CaptureId capture = data.checkpoint_frames[static_cast<std::size_t>(frame)].capture;
   const typename Data::StashedRun* run = data.replay_entry(event.module);
   unsigned fp8_rank = 0;
-  for (const typename Data::StashedRun& r : data.stash_runs) {
-    if (&r == run) break;
-    fp8_rank += (r.capture == capture && r.module == event.module && r.fp8) ? 1u : 0u;
+  const auto [first, last] = data.stash_of(capture);
+  for (auto r = first; r != last && &*r != run; ++r) {
+    fp8_rank += (r->module == event.module && r->fp8) ? 1u : 0u;
   }
   data.replayed.push_back(typename Data::ReplayedRun{to_id<S>(frame), to_id<S>(event.module)});
   hooks.replay_stash(event.module, capture, fp8_rank);

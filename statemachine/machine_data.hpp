@@ -119,6 +119,8 @@ struct MachineData {
   List<ReplayedRun, capacity::ReplayedRuns> replayed;  // fp8sm, recompute frames only, in order
   // fp8sm: the stash kept per checkpoint instance. A capture below `stash_slots` has an
   // entry (perhaps empty); its runs are those of `stash_runs` tagged with it, in order.
+  // `stash_runs` is grouped by capture (storage.hpp, insert_grouped), so that a recompute finds
+  // its checkpoint's runs without reading those of every checkpoint around it.
   Id stash_slots = 0;
   List<StashedRun, capacity::StashedRuns> stash_runs;
 
@@ -179,10 +181,18 @@ struct MachineData {
     auto k = std::count_if(replayed.begin(), replayed.end(), [&](const ReplayedRun& r) {
       return r.frame == static_cast<Id>(frame) && r.module == m;
     });
-    for (const StashedRun& run : stash_runs) {
-      if (run.capture == capture && run.module == m && k-- == 0) return &run;
+    const auto [first, last] = stash_of(capture);
+    for (auto run = first; run != last; ++run) {
+      if (run->module == m && k-- == 0) return &*run;
     }
     return nullptr;
+  }
+  // fp8sm: checkpoint `c`'s stashed runs, in order.
+  auto stash_of(CaptureId c) const {
+    return group_of(stash_runs, c, [](const StashedRun& r) -> CaptureId { return r.capture; });
+  }
+  void add_stash_runs(const StashedRun* runs, std::size_t count) {
+    insert_grouped(stash_runs, runs, count, [](const StashedRun& r) { return r.capture; });
   }
 
   // ---- for guards, which change nothing: a record never created reads as its initial value --

@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace fp8sm::statemachine {
@@ -129,6 +130,45 @@ struct FlatStorage {
   using Id = std::uint8_t;
   static constexpr bool kFlat = true;
 };
+
+// Lists kept grouped by a key, each group in insertion order (a checkpoint's stashed runs,
+// the histories its original forward saw). `insert_grouped` adds `count` items, each after
+// the entries of its key, in one pass from the back: every later entry moves once, where one
+// insertion per item would move the tail once per item. A module inside k nested checkpoints
+// adds k items at once, one per checkpoint; the items come in any order.
+template <class List, class T, class Key>
+void insert_grouped(List& list, const T* items, std::size_t count, Key key) {
+  constexpr std::size_t kBatch = 64;
+  for (; count > kBatch; items += kBatch, count -= kBatch) insert_grouped(list, items, kBatch, key);
+  T sorted[kBatch];  // the items by key, equal keys in their order (an insertion sort: a few)
+  for (std::size_t i = 0; i < count; ++i) {
+    std::size_t j = i;
+    for (; j > 0 && key(items[i]) < key(sorted[j - 1]); --j) sorted[j] = sorted[j - 1];
+    sorted[j] = items[i];
+  }
+  std::size_t read = list.size();
+  for (std::size_t i = 0; i < count; ++i) list.push_back(T{});  // room at the end (push_back checks the capacity)
+  // From the last item back: the entries after the item's place move up by the items still to
+  // place, in one block (found by binary search: the list is sorted by key).
+  for (std::size_t j = count; j > 0; --j) {
+    const auto k = key(sorted[j - 1]);
+    const auto place = std::partition_point(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(read),
+                                            [&](const T& e) { return !(k < key(e)); });
+    const auto at = static_cast<std::size_t>(place - list.begin());
+    std::move_backward(place, list.begin() + static_cast<std::ptrdiff_t>(read),
+                       list.begin() + static_cast<std::ptrdiff_t>(read + j));
+    list[at + j - 1] = sorted[j - 1];
+    read = at;
+  }
+}
+
+// The group of `key_value` in a list kept by insert_grouped: [first, last).
+template <class List, class KeyValue, class Key>
+auto group_of(List& list, const KeyValue& key_value, Key key) {
+  auto first = std::partition_point(list.begin(), list.end(), [&](const auto& e) { return key(e) < key_value; });
+  auto last = std::partition_point(first, list.end(), [&](const auto& e) { return !(key_value < key(e)); });
+  return std::make_pair(first, last);
+}
 
 // An id or position of the model stored in S::Id; kNone is "no id" (an unset position).
 template <class S>
