@@ -53,12 +53,12 @@ void check_against_a_stable_sort(std::uint32_t seed) {
 TEST(GroupedLists, InsertGroupedIsAStableSortOfEverythingAdded) {
   for (std::uint32_t seed = 1; seed <= 20; ++seed) {
     check_against_a_stable_sort<std::vector<Entry>>(seed);
-    check_against_a_stable_sort<statemachine::BoundedVector<Entry, 255, TestEntries>>(seed);
+    check_against_a_stable_sort<statemachine::BoundedVector<Entry, TestEntries::kCapacity, TestEntries>>(seed);
   }
 }
 
 TEST(GroupedLists, AFullFlatListRefusesTheBatch) {
-  statemachine::BoundedVector<Entry, 255, TestEntries> list;
+  statemachine::BoundedVector<Entry, TestEntries::kCapacity, TestEntries> list;
   Entry batch[60];
   for (std::size_t i = 0; i < 60; ++i) batch[i] = Entry{static_cast<std::uint8_t>(i % 3), static_cast<std::uint16_t>(i)};
   for (int i = 0; i < 4; ++i) statemachine::insert_grouped(list, batch, 60, key_of);
