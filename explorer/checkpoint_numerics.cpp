@@ -176,9 +176,6 @@ void CheckpointNumerics<S>::module_computed(const ObserverContext<S>& ctx, Modul
   // lists long: every checkpoint around a module sees it). The original extents' histories are
   // added together after the loop (storage.hpp, insert_grouped); the recompute extents read
   // other checkpoints' keys, so they do not see the difference.
-  auto key_less = [](const auto& a, const auto& b) {
-    return a.capture != b.capture ? a.capture < b.capture : a.module < b.module;
-  };
   auto seen_key = [](const typename State::Seen& x) { return (std::uint64_t{x.capture} << 32) | x.module; };
   constexpr std::size_t kBatch = 64;
   typename State::Seen added[kBatch];
@@ -202,8 +199,7 @@ void CheckpointNumerics<S>::module_computed(const ObserverContext<S>& ctx, Modul
       occurrence = st.occurrences.insert(occurrence, probe);
     }
     const std::size_t k = occurrence->count++;
-    const auto first = std::lower_bound(st.seen.begin(), st.seen.end(), key, key_less);
-    const auto last = std::upper_bound(first, st.seen.end(), key, key_less);
+    const auto [first, last] = statemachine::group_of(st.seen, seen_key(key), seen_key);
     if (k < static_cast<std::size_t>(last - first) && first[static_cast<std::ptrdiff_t>(k)].history != meta.history) {
       ctx.violate(Invariant::I5, Reason::RecomputeSeesOtherScaling, m);
     }
