@@ -76,15 +76,8 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   ProgramFacts& facts = state.facts;
   // The reference's divergence (spec::ReferenceDivergence, statement by statement; a tape's
   // only by the statements the program executes).
-  facts.diverged = facts.diverged || spec::recompute_specific(s.op, facts.inside_checkpoint());
-  if ((s.op == Op::Save || s.op == Op::Backward) && s.name != spec::kCurrentGraph && !state.program.model.skip.active) {
-    if (s.op == Op::Save) {
-      facts.tape_freed[s.name] = false;
-    } else {
-      facts.diverged = facts.diverged || facts.tape_freed[s.name];
-      facts.tape_freed[s.name] = facts.tape_freed[s.name] || !s.retain;
-    }
-  }
+  spec::apply_divergence(s, facts.inside_checkpoint(), !state.program.model.skip.active, facts.diverged,
+                         facts.tape_freed);
   // The reference sees the program without checkpoint blocks and recompute_uncaptured
   // (spec::without_checkpoints, statement by statement).
   bool reference_skips = s.op == Op::RecomputeUncaptured;

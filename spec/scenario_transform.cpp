@@ -31,15 +31,9 @@ bool recompute_specific(Op op, bool inside_checkpoint) {
 }
 
 void ReferenceDivergence::apply(const Statement& s, bool inside_checkpoint, bool executed) {
-  diverged = diverged || recompute_specific(s.op, inside_checkpoint);
-  if ((s.op != Op::Save && s.op != Op::Backward) || s.name == kCurrentGraph || !executed) return;
-  if (s.name >= tape_freed.size()) tape_freed.resize(s.name + 1u, false);
-  if (s.op == Op::Save) {
-    tape_freed[s.name] = false;
-    return;
-  }
-  diverged = diverged || tape_freed[s.name];
-  tape_freed[s.name] = tape_freed[s.name] || !s.retain;
+  const bool names_tape = (s.op == Op::Save || s.op == Op::Backward) && s.name != kCurrentGraph;
+  if (names_tape && s.name >= tape_freed.size()) tape_freed.resize(s.name + 1u, false);
+  apply_divergence(s, inside_checkpoint, executed, diverged, tape_freed);
 }
 
 std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>& executed) {

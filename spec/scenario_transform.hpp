@@ -31,6 +31,21 @@ struct ReferenceDivergence {
   void apply(const Statement& s, bool inside_checkpoint, bool executed);
 };
 
+// The rule of ReferenceDivergence::apply on any per-tape flags: `tape_freed[s.name]` must
+// exist for a statement that names a tape (the search keeps the flags in a fixed array).
+template <class TapeFlags>
+void apply_divergence(const Statement& s, bool inside_checkpoint, bool executed, bool& diverged,
+                      TapeFlags& tape_freed) {
+  diverged = diverged || recompute_specific(s.op, inside_checkpoint);
+  if ((s.op != Op::Save && s.op != Op::Backward) || s.name == kCurrentGraph || !executed) return;
+  if (s.op == Op::Save) {
+    tape_freed[s.name] = false;
+    return;
+  }
+  diverged = diverged || tape_freed[s.name];
+  tape_freed[s.name] = tape_freed[s.name] || !s.retain;
+}
+
 // Per step of the program: whether it has diverged from its reference by the step's end.
 // `executed`: per statement of the program, whether its run executed it (see above).
 std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>& executed);
