@@ -1,5 +1,7 @@
 #include "spec/catalogue.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <utility>
 
@@ -41,7 +43,7 @@ const std::vector<CatalogueEntry>& catalogue() {
 
 const CatalogueEntry* find_catalogue_entry(std::string_view name_or_row) {
   for (const CatalogueEntry& e : catalogue()) {
-    if (e.name == name_or_row || std::to_string(e.row) == name_or_row) return &e;
+    if (e.name == name_or_row || fmt::to_string(e.row) == name_or_row) return &e;
   }
   return nullptr;
 }

@@ -1,5 +1,9 @@
 #include "spec/invariants.hpp"
 
+#include <fmt/format.h>
+
+#include <vector>
+
 namespace fp8sm::spec {
 
 std::string_view id(Invariant invariant) {
@@ -48,13 +52,11 @@ std::optional<Invariant> parse_invariant(std::string_view text) {
 }
 
 std::string InvariantSet::to_string() const {
-  std::string out;
+  std::vector<std::string_view> ids;
   for (Invariant i : kAllInvariants) {
-    if (!contains(i)) continue;
-    if (!out.empty()) out += ' ';
-    out += id(i);
+    if (contains(i)) ids.push_back(id(i));
   }
-  return out.empty() ? "none" : out;
+  return ids.empty() ? "none" : fmt::format("{}", fmt::join(ids, " "));
 }
 
 }  // namespace fp8sm::spec

@@ -1,5 +1,7 @@
 #include "spec/random_program.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -54,7 +56,7 @@ std::uint64_t next(std::uint64_t& state) {
 
 Program program_from_choices(const std::vector<int>& choices, const ProgramShape& shape) {
   Program program;
-  for (int m = 0; m < shape.modules; ++m) program.module_names.push_back("L" + std::to_string(m));
+  for (int m = 0; m < shape.modules; ++m) program.module_names.push_back(fmt::format("L{}", m));
   for (int t = 0; t < shape.tapes; ++t) program.tape_names.push_back(std::string(1, static_cast<char>('A' + t)));
   std::vector<Op> open;
   std::vector<bool> saved(static_cast<std::size_t>(shape.tapes), false);

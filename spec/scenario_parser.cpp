@@ -6,8 +6,10 @@
 // Every error is a ParseError carrying the position of the token that caused it.
 #include "spec/scenario_parser.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
-#include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <utility>
@@ -27,8 +29,7 @@ std::string single_line(std::string text) {
 }
 
 std::string format_error(const std::string& file, SourcePos pos, const std::string& message) {
-  return single_line(file) + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column) +
-         ": error: " + single_line(message);
+  return fmt::format("{}:{}:{}: error: {}", single_line(file), pos.line, pos.column, single_line(message));
 }
 
 }  // namespace
@@ -57,10 +58,10 @@ bool is_keyword(std::string_view word) {
 const char* const kStatementKeywords =
     "autocast, checkpoint, no_grad, try, linear, raise, recompute_uncaptured, save, backward, step";
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+std::string quoted(std::string_view text) { return fmt::format("'{}'", text); }
 
 std::string position_text(SourcePos pos) {
-  return std::to_string(pos.line) + ":" + std::to_string(pos.column);
+  return fmt::format("{}:{}", pos.line, pos.column);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ bool is_word(const Token& token, std::string_view text) {
 std::string describe(const Token& token) {
   switch (token.kind) {
     case TokenKind::Word:
-      return is_keyword(token.text) ? "keyword " + quoted(token.text) : quoted(token.text);
+      return is_keyword(token.text) ? fmt::format("keyword {}", quoted(token.text)) : quoted(token.text);
     case TokenKind::LeftBrace:
       return "'{'";
     case TokenKind::RightBrace:
@@ -106,10 +107,8 @@ bool continues_name(char c) { return starts_name(c) || (c >= '0' && c <= '9'); }
 // Control bytes and non-ASCII bytes are shown as hex so the message stays printable.
 std::string describe_character(char c) {
   const auto byte = static_cast<unsigned char>(c);
-  if (byte > 0x20 && byte < 0x7F) return "character " + quoted(std::string_view(&c, 1));
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(byte));
-  return std::string("byte ") + hex;
+  if (byte > 0x20 && byte < 0x7F) return fmt::format("character {}", quoted(std::string_view(&c, 1)));
+  return fmt::format("byte 0x{:02X}", byte);
 }
 
 class Lexer {
@@ -172,8 +171,8 @@ Token Lexer::scan() {
   if (c == ';') return punctuation(TokenKind::Semicolon);
   if (starts_name(c)) return scan_word();
   throw ParseError(file_, here(),
-                   "unexpected " + describe_character(c) +
-                       "; expected a name, '{', '}', ';', '#' or end of line");
+                   fmt::format("unexpected {}; expected a name, '{{', '}}', ';', '#' or end of line",
+                               describe_character(c)));
 }
 
 // A comment ends its line: it is reported as the end of line, placed where the comment starts,
@@ -292,11 +291,11 @@ void Parser::parse_block(const Token& keyword) {
   const Op op = parse_block_argument(keyword, header);
   expect_open_brace(header);
   if (open_blocks_.size() >= static_cast<std::size_t>(kMaxBlockNesting)) {
-    fail(keyword.pos, "blocks nest deeper than " + std::to_string(kMaxBlockNesting) + " here (the limit of the language)");
+    fail(keyword.pos, fmt::format("blocks nest deeper than {} here (the limit of the language)", kMaxBlockNesting));
   }
   if (is_checkpoint(op) && open_checkpoints_ >= kMaxCheckpointNesting) {
-    fail(keyword.pos, "checkpoints nest deeper than " + std::to_string(kMaxCheckpointNesting) +
-                          " here (the limit of the language)");
+    fail(keyword.pos,
+         fmt::format("checkpoints nest deeper than {} here (the limit of the language)", kMaxCheckpointNesting));
   }
   emit(op, keyword.pos);
   open_blocks_.push_back({keyword.text, keyword.pos, is_checkpoint(op)});
@@ -312,17 +311,17 @@ Op Parser::parse_block_argument(const Token& keyword, std::string& header) {
   const Token argument = lexer_.next();
   if (keyword.text == "autocast") {
     if (is_word(argument, "on") || is_word(argument, "off")) {
-      header += " " + std::string(argument.text);
+      fmt::format_to(std::back_inserter(header), " {}", argument.text);
       return argument.text == "on" ? Op::AutocastOn : Op::AutocastOff;
     }
-    fail(argument.pos, "expected 'on' or 'off' after 'autocast', found " + describe(argument));
+    fail(argument.pos, fmt::format("expected 'on' or 'off' after 'autocast', found {}", describe(argument)));
   }
   if (is_word(argument, "reentrant") || is_word(argument, "nonreentrant")) {
-    header += " " + std::string(argument.text);
+    fmt::format_to(std::back_inserter(header), " {}", argument.text);
     return argument.text == "reentrant" ? Op::CheckpointReentrant : Op::CheckpointNonReentrant;
   }
-  fail(argument.pos, "expected 'reentrant' or 'nonreentrant' after 'checkpoint', found " +
-                         describe(argument));
+  fail(argument.pos,
+       fmt::format("expected 'reentrant' or 'nonreentrant' after 'checkpoint', found {}", describe(argument)));
 }
 
 // The '{' may sit on a later line than its header (Allman style), but nothing else may come
@@ -331,7 +330,7 @@ void Parser::expect_open_brace(const std::string& header) {
   while (lexer_.peek().kind == TokenKind::EndOfLine) lexer_.next();
   const Token brace = lexer_.next();
   if (brace.kind != TokenKind::LeftBrace) {
-    fail(brace.pos, "expected '{' after " + quoted(header) + ", found " + describe(brace));
+    fail(brace.pos, fmt::format("expected '{{' after {}, found {}", quoted(header), describe(brace)));
   }
 }
 
@@ -346,8 +345,8 @@ void Parser::close_block(const Token& brace) {
 void Parser::finish(const Token& end_of_file) const {
   if (open_blocks_.empty()) return;
   const OpenBlock& block = open_blocks_.back();
-  fail(end_of_file.pos, "unclosed block: " + quoted(block.keyword) + " opened at " +
-                            position_text(block.pos) + " has no matching '}'");
+  fail(end_of_file.pos, fmt::format("unclosed block: {} opened at {} has no matching '}}'", quoted(block.keyword),
+                                    position_text(block.pos)));
 }
 
 // Returns the statement as written, for the message when something follows it on its line.
@@ -362,15 +361,14 @@ std::string Parser::parse_simple_statement(const Token& keyword) {
   if (word == "save") return parse_save(keyword);
   if (word == "backward") return parse_backward(keyword);
   if (word == "step") return parse_step(keyword);
-  fail(keyword.pos,
-       "unknown statement " + quoted(word) + "; expected one of " + kStatementKeywords);
+  fail(keyword.pos, fmt::format("unknown statement {}; expected one of {}", quoted(word), kStatementKeywords));
 }
 
 std::string Parser::parse_linear(const Token& keyword) {
   const Token name = expect_name("a module name", "linear");
   emit(Op::Linear, keyword.pos,
        intern(module_index_, program_.module_names, name, "module"));
-  return "linear " + std::string(name.text);
+  return fmt::format("linear {}", name.text);
 }
 
 std::string Parser::parse_raise(const Token& keyword) {
@@ -383,18 +381,18 @@ std::string Parser::parse_raise(const Token& keyword) {
   } else if (is_word(argument, "recompute")) {
     op = Op::RaiseRecompute;
   } else {
-    fail(argument.pos, "expected 'always', 'original' or 'recompute' after 'raise', found " +
-                           describe(argument));
+    fail(argument.pos,
+         fmt::format("expected 'always', 'original' or 'recompute' after 'raise', found {}", describe(argument)));
   }
   emit(op, keyword.pos);
-  return "raise " + std::string(argument.text);
+  return fmt::format("raise {}", argument.text);
 }
 
 std::string Parser::parse_save(const Token& keyword) {
   reject_inside_checkpoint(keyword, "");
   const Token name = expect_name("a tape name", "save");
   emit(Op::Save, keyword.pos, intern(tape_index_, program_.tape_names, name, "tape"));
-  return "save " + std::string(name.text);
+  return fmt::format("save {}", name.text);
 }
 
 // backward [TAPE] [retain]: both parts are optional, in that order.
@@ -408,11 +406,11 @@ std::string Parser::parse_backward(const Token& keyword) {
     const Token name = lexer_.next();
     const auto found = tape_index_.find(name.text);
     if (found == tape_index_.end()) {
-      fail(name.pos, "backward of unknown tape " + quoted(name.text) + ": no 'save " +
-                         std::string(name.text) + "' before this line");
+      fail(name.pos, fmt::format("backward of unknown tape {}: no 'save {}' before this line", quoted(name.text),
+                                 name.text));
     }
     tape = found->second;
-    statement += " " + std::string(name.text);
+    fmt::format_to(std::back_inserter(statement), " {}", name.text);
   }
 
   const bool retain = is_word(lexer_.peek(), "retain");
@@ -436,10 +434,8 @@ std::string Parser::parse_step(const Token& keyword) {
 Token Parser::expect_name(const char* what, std::string_view after) {
   const Token name = lexer_.next();
   if (name.kind == TokenKind::Word && !is_keyword(name.text)) return name;
-  std::string message =
-      std::string("expected ") + what + " after " + quoted(after) + ", found " + describe(name);
-  if (name.kind == TokenKind::Word) message += " (keywords cannot be used as names)";
-  fail(name.pos, message);
+  fail(name.pos, fmt::format("expected {} after {}, found {}{}", what, quoted(after), describe(name),
+                             name.kind == TokenKind::Word ? " (keywords cannot be used as names)" : ""));
 }
 
 // A statement ends at a ';' or a line break, or just before a '}' (`{ linear L0 }`) or the end
@@ -458,8 +454,7 @@ void Parser::expect_statement_end(const std::string& statement) {
     case TokenKind::LeftBrace:
       break;
   }
-  fail(token.pos, "expected ';' or end of line after " + quoted(statement) + ", found " +
-                      describe(token));
+  fail(token.pos, fmt::format("expected ';' or end of line after {}, found {}", quoted(statement), describe(token)));
 }
 
 bool Parser::inside_checkpoint() const { return open_checkpoints_ > 0; }
@@ -469,7 +464,7 @@ bool Parser::inside_checkpoint() const { return open_checkpoints_ > 0; }
 void Parser::reject_inside_checkpoint(const Token& keyword, const char* why) const {
   if (!inside_checkpoint()) return;
   fail(keyword.pos,
-       quoted(keyword.text) + " is not allowed inside a checkpoint block" + std::string(why));
+       fmt::format("{} is not allowed inside a checkpoint block{}", quoted(keyword.text), why));
 }
 
 // Indices must fit Statement::name, and a tape index must stay clear of kCurrentGraph.
@@ -478,8 +473,7 @@ std::uint16_t Parser::intern(NameIndex& index, std::vector<std::string>& names, 
   const auto found = index.find(name.text);
   if (found != index.end()) return found->second;
   if (names.size() >= kCurrentGraph) {
-    fail(name.pos, std::string("too many distinct ") + kind + " names (at most " +
-                       std::to_string(kCurrentGraph) + ")");
+    fail(name.pos, fmt::format("too many distinct {} names (at most {})", kind, kCurrentGraph));
   }
   const auto fresh = static_cast<std::uint16_t>(names.size());
   names.emplace_back(name.text);

@@ -41,4 +41,8 @@ std::string print_scenario(const Program& program);
 // The same on one line, statements separated by "; ".
 std::string print_scenario_one_line(const Program& program);
 
+// One statement as print_scenario writes it (an opening statement with its '{'), its module or
+// tape named from `names`; without a program, by index: "linear #0", "backward #1 retain".
+std::string print_statement(const Statement& statement, const Program* names = nullptr);
+
 }  // namespace fp8sm::spec

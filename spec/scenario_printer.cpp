@@ -1,5 +1,8 @@
 // Printing programs back as scenario text. Both forms parse back to the same program, which is
 // what lets the explorer print a counterexample that `explorer run` can replay.
+#include <fmt/format.h>
+
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -10,19 +13,19 @@ namespace fp8sm::spec {
 
 namespace {
 
-// A program built by code (not parsed) may carry an index with no name; printing a made-up
-// name would produce a scenario that silently means something else.
-const std::string& name_at(const std::vector<std::string>& names, std::uint16_t index,
-                           const char* kind) {
-  if (index >= names.size()) {
-    throw std::invalid_argument(std::string("print_scenario: ") + kind + " index " +
-                                std::to_string(index) + " has no name");
-  }
-  return names[index];
+// The name of a statement's module or tape: from its program, or "#INDEX" for a statement
+// printed alone. A program built by code (not parsed) may carry an index with no name; printing
+// a made-up name would produce a scenario that silently means something else.
+std::string name_at(const std::vector<std::string>* names, std::uint16_t index, const char* kind) {
+  if (names == nullptr) return fmt::format("#{}", index);
+  if (index >= names->size()) throw std::invalid_argument(fmt::format("print_scenario: {} index {} has no name", kind, index));
+  return (*names)[index];
 }
 
+}  // namespace
+
 // One statement as written, without separators; an opening statement includes its '{'.
-std::string statement_text(const Program& program, const Statement& statement) {
+std::string print_statement(const Statement& statement, const Program* names) {
   switch (statement.op) {
     case Op::AutocastOn:
       return "autocast on {";
@@ -39,7 +42,7 @@ std::string statement_text(const Program& program, const Statement& statement) {
     case Op::Close:
       return "}";
     case Op::Linear:
-      return "linear " + name_at(program.module_names, statement.name, "module");
+      return fmt::format("linear {}", name_at(names ? &names->module_names : nullptr, statement.name, "module"));
     case Op::RaiseAlways:
       return "raise always";
     case Op::RaiseOriginal:
@@ -49,14 +52,12 @@ std::string statement_text(const Program& program, const Statement& statement) {
     case Op::RecomputeUncaptured:
       return "recompute_uncaptured";
     case Op::Save:
-      return "save " + name_at(program.tape_names, statement.name, "tape");
+      return fmt::format("save {}", name_at(names ? &names->tape_names : nullptr, statement.name, "tape"));
     case Op::Backward: {
-      std::string text = "backward";
-      if (statement.name != kCurrentGraph) {
-        text += " " + name_at(program.tape_names, statement.name, "tape");
-      }
-      if (statement.retain) text += " retain";
-      return text;
+      const std::string tape = statement.name == kCurrentGraph
+                                   ? ""
+                                   : fmt::format(" {}", name_at(names ? &names->tape_names : nullptr, statement.name, "tape"));
+      return fmt::format("backward{}{}", tape, statement.retain ? " retain" : "");
     }
     case Op::Step:
       return "step";
@@ -64,17 +65,13 @@ std::string statement_text(const Program& program, const Statement& statement) {
   throw std::invalid_argument("print_scenario: unknown statement op");
 }
 
-}  // namespace
-
 std::string print_scenario(const Program& program) {
   std::string text;
   int depth = 0;
   for (const Statement& statement : program.statements) {
     // Clamped so that an unbalanced hand-built program still prints rather than crashing.
     if (statement.op == Op::Close && depth > 0) --depth;
-    text.append(static_cast<std::size_t>(2 * depth), ' ');
-    text += statement_text(program, statement);
-    text += '\n';
+    fmt::format_to(std::back_inserter(text), "{:{}}{}\n", "", 2 * depth, print_statement(statement, &program));
     if (opens_block(statement.op)) ++depth;
   }
   return text;
@@ -86,11 +83,10 @@ std::string print_scenario_one_line(const Program& program) {
   std::string text;
   const Statement* previous = nullptr;
   for (const Statement& statement : program.statements) {
-    if (previous != nullptr) {
-      const bool tight = opens_block(previous->op) || statement.op == Op::Close;
-      text += tight ? " " : "; ";
-    }
-    text += statement_text(program, statement);
+    const char* separator = previous == nullptr                                          ? ""
+                            : opens_block(previous->op) || statement.op == Op::Close ? " "
+                                                                                     : "; ";
+    fmt::format_to(std::back_inserter(text), "{}{}", separator, print_statement(statement, &program));
     previous = &statement;
   }
   return text;
