@@ -1,0 +1,77 @@
+#include "explorer/mermaid.hpp"
+
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "spec/invariants.hpp"
+#include "spec/scenario_parser.hpp"
+
+namespace fp8sm::explorer {
+
+std::string mermaid_text(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '#': out += "#35;"; break;  // starts an entity code
+      case ';': out += "#59;"; break;  // ends a statement, like a newline
+      case '<': out += "#lt;"; break;  // would open an HTML tag
+      case '>': out += "#gt;"; break;
+      case '\n':
+      case '\r': out += ' '; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// A comment line: only the line's end ends it, and "%%{" would open a directive.
+std::string comment(const std::string& text) {
+  std::string line;
+  for (char c : text) line += (c == '\n' || c == '\r') ? ' ' : c;
+  return fmt::format("%% {}\n", line);
+}
+
+std::string participants_over(Part from, Part to) {
+  return from == to ? part_id(from) : fmt::format("{},{}", part_id(from), part_id(to));
+}
+
+}  // namespace
+
+std::string run_mermaid(const RunSequence& run) {
+  std::string out = comment(fmt::format("{} under {}", run.title, spec::name(run.semantics)));
+  auto to = std::back_inserter(out);
+  fmt::format_to(to, "sequenceDiagram\n");
+  for (Part p : kAllParts) fmt::format_to(to, "    participant {} as {}\n", part_id(p), mermaid_text(part_title(p)));
+  const std::string all = participants_over(kAllParts.front(), kAllParts.back());
+  for (std::size_t s = 0; s < run.steps.size(); ++s) {
+    // Two light backgrounds, alternating, so that neighbouring steps stand apart.
+    fmt::format_to(to, "    rect {}\n", s % 2 == 0 ? "rgb(232, 240, 255)" : "rgb(240, 250, 232)");
+    fmt::format_to(to, "    Note over {}: step {}\n", all, s + 1);
+    for (const SequenceItem& item : run.steps[s].items) {
+      if (item.message) {
+        fmt::format_to(to, "    {}->>{}: {}\n", part_id(item.from), part_id(item.to), mermaid_text(item.text));
+      } else {
+        fmt::format_to(to, "    Note over {}: {}\n", participants_over(item.from, item.to), mermaid_text(item.text));
+      }
+    }
+    fmt::format_to(to, "    end\n");
+  }
+  return out;
+}
+
+std::string counterexamples_mermaid(const std::vector<Counterexample>& counterexamples, spec::Semantics semantics) {
+  std::string out;
+  for (const Counterexample& c : counterexamples) {
+    if (!out.empty()) out += "\n";
+    out += comment(fmt::format("{}: {}", spec::id(c.invariant), c.reason));
+    const std::string title = fmt::format("shortest counterexample for {}, {} statements: {}", spec::id(c.invariant),
+                                          c.length, spec::print_scenario_one_line(c.program));
+    out += run_mermaid(record_run(title, c.program, semantics));
+  }
+  return out;
+}
+
+}  // namespace fp8sm::explorer
