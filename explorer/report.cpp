@@ -1,40 +1,18 @@
 #include "explorer/report.hpp"
 
-#include <cstdio>
+#include <fmt/format.h>
+
 #include <cctype>
+#include <iterator>
 
 #include "spec/invariants.hpp"
 
 namespace fp8sm::explorer {
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-namespace {
-
-// The checker names modules by index; people read names.
 std::string with_module_names(std::string reason, const spec::Program& program) {
+  // Highest index first, so that "module #1" does not rewrite the start of "module #12".
   for (std::size_t m = program.module_names.size(); m-- > 0;) {
-    const std::string index = "module #" + std::to_string(m);
+    const std::string index = fmt::format("module #{}", m);
     for (std::size_t at = reason.find(index); at != std::string::npos; at = reason.find(index, at)) {
       const std::size_t end = at + index.size();
       if (end < reason.size() && std::isdigit(static_cast<unsigned char>(reason[end]))) {
@@ -47,54 +25,67 @@ std::string with_module_names(std::string reason, const spec::Program& program) 
   return reason;
 }
 
-}  // namespace
-
-void print_text(std::ostream& out, const std::string& title, const spec::Program& program,
-                const ScenarioReport& report) {
-  out << title << " under " << spec::name(report.semantics) << "\n";
+std::string run_text(const std::string& title, const spec::Program& program, const ScenarioReport& report) {
+  std::string out;
+  auto to = std::back_inserter(out);
+  fmt::format_to(to, "{} under {}\n", title, spec::name(report.semantics));
   for (std::size_t s = 0; s < report.steps.size(); ++s) {
     const spec::StepResult& step = report.steps[s];
-    out << "step " << s + 1 << ": forward_updates " << step.forward_updates << ", backward_updates "
-        << step.backward_updates;
+    fmt::format_to(to, "step {}: forward_updates {}, backward_updates {}", s + 1, step.forward_updates,
+                   step.backward_updates);
     if (s < report.reference.size()) {
-      out << " (without checkpoints " << report.reference[s].forward_updates << "/"
-          << report.reference[s].backward_updates << ")";
+      fmt::format_to(to, " (without checkpoints {}/{})", report.reference[s].forward_updates,
+                     report.reference[s].backward_updates);
     }
-    out << "\n";
-    for (const spec::RaisedException& e : step.raised) out << "  raised " << spec::name(e.kind) << ": " << e.message << "\n";
+    out += "\n";
+    for (const spec::RaisedException& e : step.raised) fmt::format_to(to, "  raised {}: {}\n", spec::name(e.kind), e.message);
     for (spec::Invariant i : spec::kAllInvariants) {
       if (!step.violations.contains(i)) continue;
-      out << "  violates " << spec::id(i) << ": "
-          << with_module_names(report.verdicts[s].first_reason.at(i), program) << "\n";
+      fmt::format_to(to, "  violates {}: {}\n", spec::id(i),
+                     with_module_names(report.verdicts[s].first_reason.at(i), program));
     }
-    if (step.violations.empty()) out << "  no invariant violated\n";
+    if (step.violations.empty()) out += "  no invariant violated\n";
   }
-  if (report.steps.empty()) out << "(no steps)\n";
+  if (report.steps.empty()) out += "(no steps)\n";
+  return out;
 }
 
-void print_json(std::ostream& out, const ScenarioReport& report) {
-  out << "{\"semantics\": " << json_string(std::string(spec::name(report.semantics))) << ", \"steps\": [";
+Json run_json(const std::string& title, const spec::Program& program, const ScenarioReport& report) {
+  Json document = json_document(kRunFormat);
+  document["scenario"] = title;
+  document["semantics"] = std::string(spec::name(report.semantics));
+  Json steps = Json::array();
   for (std::size_t s = 0; s < report.steps.size(); ++s) {
     const spec::StepResult& step = report.steps[s];
-    if (s > 0) out << ", ";
-    out << "{\"forward_updates\": " << step.forward_updates << ", \"backward_updates\": " << step.backward_updates
-        << ", \"raised\": [";
-    for (std::size_t e = 0; e < step.raised.size(); ++e) {
-      if (e > 0) out << ", ";
-      out << "{\"kind\": " << json_string(spec::name(step.raised[e].kind))
-          << ", \"message\": " << json_string(std::string(step.raised[e].message)) << "}";
+    Json entry;
+    entry["step"] = s + 1;
+    entry["forward_updates"] = step.forward_updates;
+    entry["backward_updates"] = step.backward_updates;
+    if (s < report.reference.size()) {
+      entry["reference"] = {{"forward_updates", report.reference[s].forward_updates},
+                            {"backward_updates", report.reference[s].backward_updates}};
+    } else {
+      entry["reference"] = nullptr;
     }
-    out << "], \"violations\": [";
-    bool first = true;
+    Json raised = Json::array();
+    for (const spec::RaisedException& e : step.raised) {
+      raised.push_back({{"kind", spec::name(e.kind)}, {"message", std::string(e.message)}});
+    }
+    entry["raised"] = std::move(raised);
+    Json violations = Json::array();
+    Json reasons = Json::object();
     for (spec::Invariant i : spec::kAllInvariants) {
       if (!step.violations.contains(i)) continue;
-      if (!first) out << ", ";
-      first = false;
-      out << "\"" << spec::id(i) << "\"";
+      const std::string id(spec::id(i));
+      violations.push_back(id);
+      reasons[id] = with_module_names(report.verdicts[s].first_reason.at(i), program);
     }
-    out << "]}";
+    entry["violations"] = std::move(violations);
+    entry["reasons"] = std::move(reasons);
+    steps.push_back(std::move(entry));
   }
-  out << "]}\n";
+  document["steps"] = std::move(steps);
+  return document;
 }
 
 }  // namespace fp8sm::explorer

@@ -1,22 +1,24 @@
-// How `explorer run` prints a ScenarioReport: text for people, one JSON object for tools
-// (the stable interface of docs/scenarios.md "Results").
+// How `explorer run` reports a ScenarioReport: text for people, one JSON document
+// ("fp8sm-run/1", docs/json.md) for tools.
 #pragma once
 
-#include <ostream>
 #include <string>
 
+#include "explorer/json_document.hpp"
 #include "explorer/scenario_run.hpp"
 #include "spec/scenario.hpp"
 
 namespace fp8sm::explorer {
 
-void print_text(std::ostream& out, const std::string& title, const spec::Program& program,
-                const ScenarioReport& report);
+// "TITLE under SEMANTICS", then per step its counts, escaped exceptions and violations
+// (docs/scenarios.md "Results").
+std::string run_text(const std::string& title, const spec::Program& program, const ScenarioReport& report);
 
-// {"semantics": "upstream", "steps": [{"forward_updates": 2, "backward_updates": 3,
-//  "raised": [], "violations": ["I1", "I2"]}]} on one line.
-void print_json(std::ostream& out, const ScenarioReport& report);
+// {"format": "fp8sm-run/1", "scenario": TITLE, "semantics": ..., "steps": [...]}.
+Json run_json(const std::string& title, const spec::Program& program, const ScenarioReport& report);
 
-std::string json_string(const std::string& text);  // quoted and escaped
+// A violation's first reason with the checker's "module #K" replaced by the program's name for
+// module K.
+std::string with_module_names(std::string reason, const spec::Program& program);
 
 }  // namespace fp8sm::explorer

@@ -1,27 +1,18 @@
 #include "explorer/search_report.hpp"
 
-#include <cstdio>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iterator>
 #include <sstream>
 #include <string>
 
-#include "explorer/report.hpp"
+#include "explorer/coverage_report.hpp"
 #include "spec/scenario_parser.hpp"
 
 namespace fp8sm::explorer {
 
 namespace {
-
-std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
-
-std::string scientific(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.1e", value);
-  return buffer;
-}
 
 std::string indent(const std::string& text, const std::string& prefix) {
   std::string out;
@@ -45,72 +36,124 @@ const char* stop_name(StopReason reason) {
 
 double rate(const SearchResult& r) { return r.seconds > 0 ? static_cast<double>(r.distinct) / r.seconds : 0.0; }
 
-}  // namespace
-
-void print_search_text(std::ostream& out, const SearchOptions& options, const SearchResult& result) {
-  out << "explorer: semantics " << spec::name(options.semantics) << ", depth " << options.depth << ", "
-      << options.alphabet.modules << " modules, " << options.alphabet.tapes << " tape"
-      << (options.alphabet.tapes == 1 ? "" : "s") << ", symmetry " << (options.alphabet.symmetry ? "on" : "off")
-      << ", canonical ids " << (options.canonical_ids ? "on" : "off")
-      << "\n";
-  out << "a state carries:";
-  for (std::size_t i = 0; i < result.carried.size(); ++i) out << (i ? "; " : " ") << result.carried[i];
-  out << "\n";
-  out << "depth  frontier  distinct  transitions\n";
-  for (const LayerStats& l : result.layers) {
-    out << l.depth << "  " << l.frontier << "  " << l.distinct << "  " << l.transitions << "\n";
-  }
-  if (!result.complete) {
-    out << "stopped at the " << (result.stop_reason == StopReason::MaxMemory ? "memory budget (--max-memory)" : "state budget (--max-states)")
-        << " while expanding depth " << result.depth_completed
-        << ": complete to depth " << result.depth_completed << " only; the verdicts below are for what was explored\n";
-  }
-  for (const Counterexample& c : result.counterexamples) {
-    out << spec::id(c.invariant) << " violated (" << result.violating_states.at(c.invariant)
-        << " states); shortest counterexample, " << c.length << " statements: " << c.reason << "\n";
-    out << indent(spec::print_scenario(c.program), "    ");
-  }
-  spec::InvariantSet holding;
-  for (spec::Invariant i : spec::kAllInvariants) {
-    if (result.violating_states.count(i) == 0 && (options.checks.empty() || options.checks.contains(i))) holding.add(i);
-  }
-  // An incomplete search proves nothing for the states it did not reach.
-  out << (result.complete ? "holding: " : "not violated in what was explored (incomplete search): ")
-      << holding.to_string() << "\n";
-  out << "total: " << result.distinct << " distinct states, " << result.transitions << " transitions, "
-      << fixed(result.seconds, 2) << " s, " << fixed(rate(result), 0) << " states/s, peak memory "
-      << fixed(static_cast<double>(result.peak_memory_bytes) / (1024.0 * 1024.0), 1)
-      << " MiB, fingerprint collision probability " << scientific(result.collision_probability) << "\n";
-  out << "stored: " << fixed(bytes_per_state(result), 1)
-      << " bytes per state (fingerprint table and search tree, frontier aside)\n";
+// `value` rounded to `decimals` places: the JSON document's figures carry no false precision.
+double rounded(double value, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
 }
 
-void print_search_json(std::ostream& out, const SearchOptions& options, const SearchResult& result) {
-  out << "{\"semantics\": " << json_string(std::string(spec::name(options.semantics)))
-      << ", \"depth\": " << options.depth << ", \"modules\": " << options.alphabet.modules
-      << ", \"tapes\": " << options.alphabet.tapes << ", \"symmetry\": " << (options.alphabet.symmetry ? "true" : "false")
-      << ", \"canonical_ids\": " << (options.canonical_ids ? "true" : "false") << ", \"carried\": [";
-  for (std::size_t i = 0; i < result.carried.size(); ++i) out << (i ? ", " : "") << json_string(result.carried[i]);
-  out << "], \"complete\": " << (result.complete ? "true" : "false") << ", \"stopped_by\": \""
-      << stop_name(result.stop_reason) << "\", \"layers\": [";
-  for (std::size_t i = 0; i < result.layers.size(); ++i) {
-    const LayerStats& l = result.layers[i];
-    out << (i ? ", " : "") << "{\"depth\": " << l.depth << ", \"frontier\": " << l.frontier
-        << ", \"distinct\": " << l.distinct << ", \"transitions\": " << l.transitions << "}";
+// The invariants checked and not violated in what was explored.
+spec::InvariantSet holding(const SearchOptions& options, const SearchResult& result) {
+  spec::InvariantSet set;
+  for (spec::Invariant i : spec::kAllInvariants) {
+    if (result.violating_states.count(i) == 0 && (options.checks.empty() || options.checks.contains(i))) set.add(i);
   }
-  out << "], \"violations\": [";
-  for (std::size_t i = 0; i < result.counterexamples.size(); ++i) {
-    const Counterexample& c = result.counterexamples[i];
-    out << (i ? ", " : "") << "{\"invariant\": \"" << spec::id(c.invariant)
-        << "\", \"states\": " << result.violating_states.at(c.invariant) << ", \"length\": " << c.length
-        << ", \"reason\": " << json_string(c.reason)
-        << ", \"counterexample\": " << json_string(spec::print_scenario_one_line(c.program)) << "}";
+  return set;
+}
+
+Json invariant_ids(const spec::InvariantSet& set) {
+  Json ids = Json::array();
+  for (spec::Invariant i : spec::kAllInvariants) {
+    if (set.contains(i)) ids.push_back(std::string(spec::id(i)));
   }
-  out << "], \"distinct_states\": " << result.distinct << ", \"transitions\": " << result.transitions
-      << ", \"seconds\": " << fixed(result.seconds, 3) << ", \"states_per_second\": " << fixed(rate(result), 0)
-      << ", \"peak_memory_bytes\": " << result.peak_memory_bytes << ", \"stored_bytes\": " << result.stored_bytes
-      << ", \"stored_bytes_per_state\": " << fixed(bytes_per_state(result), 1)
-      << ", \"collision_probability\": " << scientific(result.collision_probability) << "}\n";
+  return ids;
+}
+
+}  // namespace
+
+std::string search_text(const SearchOptions& options, const SearchResult& result) {
+  std::string out;
+  auto to = std::back_inserter(out);
+  fmt::format_to(to, "explorer: semantics {}, depth {}, {} modules, {} tape{}, symmetry {}, canonical ids {}\n",
+                 spec::name(options.semantics), options.depth, options.alphabet.modules, options.alphabet.tapes,
+                 options.alphabet.tapes == 1 ? "" : "s", options.alphabet.symmetry ? "on" : "off",
+                 options.canonical_ids ? "on" : "off");
+  out += "a state carries:";
+  for (std::size_t i = 0; i < result.carried.size(); ++i) fmt::format_to(to, "{}{}", i ? "; " : " ", result.carried[i]);
+  out += "\ndepth  frontier  distinct  transitions\n";
+  for (const LayerStats& l : result.layers) {
+    fmt::format_to(to, "{}  {}  {}  {}\n", l.depth, l.frontier, l.distinct, l.transitions);
+  }
+  if (!result.complete) {
+    fmt::format_to(to,
+                   "stopped at the {} while expanding depth {}: complete to depth {} only; the verdicts below are "
+                   "for what was explored\n",
+                   result.stop_reason == StopReason::MaxMemory ? "memory budget (--max-memory)"
+                                                               : "state budget (--max-states)",
+                   result.depth_completed, result.depth_completed);
+  }
+  for (const Counterexample& c : result.counterexamples) {
+    fmt::format_to(to, "{} violated ({} states); shortest counterexample, {} statements: {}\n", spec::id(c.invariant),
+                   result.violating_states.at(c.invariant), c.length, c.reason);
+    out += indent(spec::print_scenario(c.program), "    ");
+  }
+  // An incomplete search proves nothing for the states it did not reach.
+  fmt::format_to(to, "{}{}\n", result.complete ? "holding: " : "not violated in what was explored (incomplete search): ",
+                 holding(options, result).to_string());
+  if (!result.row_transitions.empty()) out += coverage_text(options.semantics, result);
+  fmt::format_to(to,
+                 "total: {} distinct states, {} transitions, {:.2f} s, {:.0f} states/s, peak memory {:.1f} MiB, "
+                 "fingerprint collision probability {:.1e}\n",
+                 result.distinct, result.transitions, result.seconds, rate(result),
+                 static_cast<double>(result.peak_memory_bytes) / (1024.0 * 1024.0), result.collision_probability);
+  fmt::format_to(to, "stored: {:.1f} bytes per state (fingerprint table and search tree, frontier aside)\n",
+                 bytes_per_state(result));
+  return out;
+}
+
+Json counterexample_json(spec::Semantics semantics, const Counterexample& c, std::uint64_t violating_states) {
+  Json document = json_document(kCounterexampleFormat);
+  document["semantics"] = std::string(spec::name(semantics));
+  document["invariant"] = std::string(spec::id(c.invariant));
+  document["states"] = violating_states;
+  document["length"] = c.length;
+  document["reason"] = c.reason;
+  document["scenario"] = spec::print_scenario(c.program);
+  document["scenario_one_line"] = spec::print_scenario_one_line(c.program);
+  return document;
+}
+
+Json search_json(const SearchOptions& options, const SearchResult& result) {
+  Json document = json_document(kSearchFormat);
+  document["semantics"] = std::string(spec::name(options.semantics));
+  document["depth"] = options.depth;
+  document["modules"] = options.alphabet.modules;
+  document["tapes"] = options.alphabet.tapes;
+  document["symmetry"] = options.alphabet.symmetry;
+  document["canonical_ids"] = options.canonical_ids;
+  spec::InvariantSet checked = options.checks;
+  if (checked.empty()) {
+    for (spec::Invariant i : spec::kAllInvariants) checked.add(i);
+  }
+  document["checked"] = invariant_ids(checked);
+  document["carried"] = result.carried;
+  document["complete"] = result.complete;
+  document["stopped_by"] = stop_name(result.stop_reason);
+  document["depth_completed"] = result.depth_completed;
+  Json layers = Json::array();
+  for (const LayerStats& l : result.layers) {
+    layers.push_back(
+        {{"depth", l.depth}, {"frontier", l.frontier}, {"distinct", l.distinct}, {"transitions", l.transitions}});
+  }
+  document["layers"] = std::move(layers);
+  Json violations = Json::array();
+  for (const Counterexample& c : result.counterexamples) {
+    violations.push_back(counterexample_json(options.semantics, c, result.violating_states.at(c.invariant)));
+  }
+  document["violations"] = std::move(violations);
+  document["holding"] = invariant_ids(holding(options, result));
+  if (!result.row_transitions.empty()) {
+    document["coverage"] = coverage_json(options.semantics, result);
+  }
+  document["distinct_states"] = result.distinct;
+  document["transitions"] = result.transitions;
+  document["seconds"] = rounded(result.seconds, 3);
+  document["states_per_second"] = static_cast<std::uint64_t>(std::llround(rate(result)));
+  document["peak_memory_bytes"] = result.peak_memory_bytes;
+  document["stored_bytes"] = result.stored_bytes;
+  document["stored_bytes_per_state"] = rounded(bytes_per_state(result), 1);
+  document["collision_probability"] = result.collision_probability;
+  return document;
 }
 
 }  // namespace fp8sm::explorer

@@ -1,6 +1,8 @@
 // The explorer program as a user runs it: output of `explorer run`, and a one-line error with
 // a location and exit status 2 for every kind of bad input.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <cstdio>
@@ -25,11 +27,15 @@ Result explorer(const std::string& args) {
 // and rename it into place, so that no process reads a half-written file.
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + name;
-  const std::string mine = path + "." + std::to_string(getpid());
+  const std::string mine = fmt::format("{}.{}", path, getpid());
   std::ofstream(mine) << text;
   std::rename(mine.c_str(), path.c_str());
   return path;
 }
+
+// The one JSON document a --json run printed (docs/json.md; test_json_documents checks each
+// against its schema).
+nlohmann::json document(const Result& r) { return nlohmann::json::parse(r.out); }
 
 int lines(const std::string& text) {
   int n = 0;
@@ -81,22 +87,30 @@ TEST(ExplorerRandom, SameBytesForTheSameArgumentsEveryProgramParsesAndEveryState
 TEST(ExplorerRun, SeedRowJsonMatchesTheLanguageDocument) {
   const Result r = explorer("run reentrant-single-3-layers --semantics upstream --json");
   EXPECT_EQ(r.status, 1);  // violations found
-  EXPECT_EQ(r.out,
-            "{\"semantics\": \"upstream\", \"steps\": [{\"forward_updates\": 2, \"backward_updates\": 3, "
-            "\"raised\": [], \"violations\": [\"I1\", \"I2\", \"I3\", \"I6\", \"I8\"]}]}\n");
+  EXPECT_EQ(lines(r.out), 1);
+  const nlohmann::json d = document(r);
+  EXPECT_EQ(d["format"], "fp8sm-run/1");
+  EXPECT_EQ(d["semantics"], "upstream");
+  ASSERT_EQ(d["steps"].size(), 1u);
+  EXPECT_EQ(d["steps"][0]["forward_updates"], 2);
+  EXPECT_EQ(d["steps"][0]["backward_updates"], 3);
+  EXPECT_EQ(d["steps"][0]["raised"], nlohmann::json::array());
+  EXPECT_EQ(d["steps"][0]["violations"], nlohmann::json({"I1", "I2", "I3", "I6", "I8"}));
 }
 
 TEST(ExplorerRun, CleanRunExitsZero) {
   const Result r = explorer("run reentrant-single-3-layers --semantics pr3213 --json");
   EXPECT_EQ(r.status, 0);
-  EXPECT_NE(r.out.find("\"forward_updates\": 1, \"backward_updates\": 1"), std::string::npos);
+  const nlohmann::json d = document(r);
+  EXPECT_EQ(d["steps"][0]["forward_updates"], 1);
+  EXPECT_EQ(d["steps"][0]["backward_updates"], 1);
 }
 
 TEST(ExplorerRun, RunsAFileAndReportsRaisedExceptions) {
   const std::string path = write_temp("raise.scn", "autocast on { linear L0; raise always }\n");
   const Result r = explorer("run " + path + " --semantics upstream --json");
-  EXPECT_NE(r.out.find("\"raised\": [{\"kind\": \"UserError\", \"message\": \"raised by 'raise always'\"}]"),
-            std::string::npos)
+  EXPECT_EQ(document(r)["steps"][0]["raised"],
+            nlohmann::json::parse(R"([{"kind": "UserError", "message": "raised by 'raise always'"}])"))
       << r.out;
 }
 
@@ -106,18 +120,21 @@ TEST(ExplorerRun, RowNumberSelectsACatalogueEntry) {
 
 TEST(ExplorerRun, DefaultSemanticsIsFp8sm) {
   EXPECT_EQ(explorer("run 5 --json").out, explorer("run 5 --semantics fp8sm --json").out);
-  EXPECT_NE(explorer("run 5 --json").out.find("\"semantics\": \"fp8sm\""), std::string::npos);
+  EXPECT_EQ(document(explorer("run 5 --json"))["semantics"], "fp8sm");
 }
 
 TEST(ExplorerDepth, SearchesAndReportsOneJsonObject) {
   const Result clean = explorer("--depth 2 --json");
   EXPECT_EQ(clean.status, 0);
   EXPECT_EQ(lines(clean.out), 1);
-  EXPECT_NE(clean.out.find("\"semantics\": \"fp8sm\""), std::string::npos);
-  EXPECT_NE(clean.out.find("\"violations\": []"), std::string::npos);
+  EXPECT_EQ(document(clean)["semantics"], "fp8sm");
+  EXPECT_EQ(document(clean)["violations"], nlohmann::json::array());
   const Result found = explorer("--depth 2 --semantics upstream --json");
   EXPECT_EQ(found.status, 1);
-  EXPECT_NE(found.out.find("\"invariant\": \"I4\""), std::string::npos);
+  bool i4 = false;
+  const nlohmann::json report = document(found);
+  for (const auto& v : report["violations"]) i4 = i4 || v["invariant"] == "I4";
+  EXPECT_TRUE(i4) << found.out;
 }
 
 TEST(ExplorerDepth, MemoryBudgetStopsWithAPartialReport) {
@@ -125,7 +142,8 @@ TEST(ExplorerDepth, MemoryBudgetStopsWithAPartialReport) {
   // nothing violated in what it explored: exit status 3.
   const Result r = explorer("--depth 5 --max-memory 1M --json");
   EXPECT_EQ(r.status, 3) << r.out;
-  EXPECT_NE(r.out.find("\"complete\": false, \"stopped_by\": \"max-memory\""), std::string::npos) << r.out;
+  EXPECT_EQ(document(r)["complete"], false) << r.out;
+  EXPECT_EQ(document(r)["stopped_by"], "max-memory") << r.out;
   const Result text = explorer("--depth 5 --max-memory 1M");
   EXPECT_NE(text.out.find("stopped at the memory budget (--max-memory)"), std::string::npos) << text.out;
 }
@@ -164,7 +182,7 @@ TEST(ExplorerOptions, HonouredBeforeTheCommand) {
   const Result before = explorer("--semantics upstream --json run 5");
   EXPECT_EQ(before.status, 1) << before.out;
   EXPECT_EQ(before.out, explorer("run 5 --semantics upstream --json").out);
-  EXPECT_NE(before.out.find("\"semantics\": \"upstream\""), std::string::npos) << before.out;
+  EXPECT_EQ(document(before)["semantics"], "upstream") << before.out;
   EXPECT_EQ(explorer("--semantics pr3213 catalogue").out, explorer("catalogue --semantics pr3213").out);
 }
 

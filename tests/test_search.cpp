@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "explorer/search.hpp"
 #include "explorer/search_report.hpp"
 #include "scenario_helpers.hpp"
+#include "spec/format.hpp"
 #include "spec/scenario_parser.hpp"
 
 namespace fp8sm {
@@ -142,9 +144,7 @@ TEST(Search, EveryCounterexampleReplaysToTheSameVerdict) {
 }
 
 std::string without_totals(const SearchOptions& o, const explorer::SearchResult& r) {
-  std::ostringstream text;
-  explorer::print_search_text(text, o, r);
-  std::string out = text.str();
+  const std::string out = explorer::search_text(o, r);
   return out.substr(0, out.find("total:"));
 }
 
@@ -231,7 +231,7 @@ TEST(Search, CanonicalIdsMergeAnAbandonedCheckpointWithNone) {
 std::string verdict_text(const explorer::Verdict& verdict) {
   std::string text;
   for (spec::Invariant i : spec::kAllInvariants) {
-    if (verdict.contains(i)) text += std::string(spec::id(i)) + ": " + verdict.reason(i) + "\n";
+    if (verdict.contains(i)) fmt::format_to(std::back_inserter(text), "{}: {}\n", i, verdict.reason(i));
   }
   return text;
 }
