@@ -59,8 +59,7 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/statemachine/" DESTINATION "${FP8SM_INS
         PATTERN "transition_table.hpp" EXCLUDE
         PATTERN "states.hpp" EXCLUDE
         PATTERN "guards.hpp" EXCLUDE
-        PATTERN "actions.hpp" EXCLUDE
-        PATTERN "guard_semantics.hpp" EXCLUDE)
+        PATTERN "actions.hpp" EXCLUDE)
 
 # The programs. Their link path goes into their installed RPATH, so that an installed
 # train_mlp finds the CUDA libraries where it was linked against them, as the build's does.

@@ -90,6 +90,10 @@ class ModelRunner {
   // The canonical bytes themselves (tests).
   std::string canonical_bytes(const ModelState& state) const;
 
+  // From now on, appends the table row of every transition the program's machine takes to
+  // `rows` (nullptr stops): the search's --coverage. The reference's machine is not recorded.
+  void record_rows(std::vector<std::uint16_t>* rows) { program_.machine().record_rows(rows); }
+
   bool with_reference() const { return with_reference_; }
   const CheckedObservers& carried() const { return carried_; }
 

@@ -1,6 +1,7 @@
 #include "explorer/search.hpp"
 
 #include <xxhash.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <atomic>
@@ -44,9 +45,18 @@ struct Link {
   spec::InvariantSet end_violations;  // of ending the program there (top level only)
   std::uint8_t via = 0;               // pack_statement
   bool top_level = false;
+  std::uint32_t rows_end = 0;         // with --coverage: where its rows end in Links::rows
 };
-// The chains of one parent, one after the other (reused from parent to parent).
-using Links = std::vector<Link>;
+// The chains of one parent, one after the other (reused from parent to parent), and with
+// --coverage the table rows each link's transition took, link after link.
+struct Links {
+  std::vector<Link> links;
+  std::vector<std::uint16_t> rows;
+  void clear() {
+    links.clear();
+    rows.clear();
+  }
+};
 
 // What one expanding thread works with: its own runner (the interpreters and observers, bound
 // to whichever state it executes) and two flat states, the parent rebuilt from the root and
@@ -83,6 +93,12 @@ class Search {
     root_ = std::make_unique<ModelState>();
     scratch.runner.initial(*root_);
     result_.carried = carried_state(options_.checks);
+    if (options_.coverage) {
+      const std::size_t rows = statemachine::Machine::rows().rows().size();
+      result_.row_transitions.assign(rows, 0);
+      result_.row_witnesses.assign(rows, RowWitness{});
+      coverage_seen_in_.assign(rows, 0);
+    }
     const std::uint64_t root_fp = scratch.runner.fingerprint(*root_);
     seen_.insert(root_fp);
     scratch.runner.copy(*scratch.child, *root_);
@@ -141,24 +157,26 @@ class Search {
   // free: all of these states belong to the next layer). Program ends are judged here, where
   // the state is at hand.
   // The successor is the worker's own child state, copied from the parent.
-  void extend(const Statement& s, Scratch& scratch, Links& links) const {
+  void extend(const Statement& s, Scratch& scratch, Links& chains) const {
     ModelState& state = *scratch.child;
     scratch.runner.copy(state, *scratch.parent);
+    // Rows are recorded here only: rebuilding a parent replays rows already counted.
+    if (options_.coverage) scratch.runner.record_rows(&chains.rows);
     Statement via = s;
     for (;;) {
-      links.emplace_back();
-      Link& link = links.back();
+      chains.links.emplace_back();
+      Link& link = chains.links.back();
       link.via = pack_statement(via);
       link.violations = scratch.runner.apply(state, via).violations();
       link.fingerprint = scratch.runner.fingerprint(state);
       link.top_level = state.facts.open.empty();
       // A top-level state ends the chain, so the state is not needed after its end verdict.
-      if (link.top_level) {
-        link.end_violations = scratch.runner.end_here(state).violations();
-        break;
-      }
+      if (link.top_level) link.end_violations = scratch.runner.end_here(state).violations();
+      link.rows_end = static_cast<std::uint32_t>(chains.rows.size());
+      if (link.top_level) break;
       via = close_statement();
     }
+    scratch.runner.record_rows(nullptr);
   }
 
   // Layer d+1 from layer d. Workers rebuild and extend parents in index order (each claims the
@@ -238,8 +256,9 @@ class Search {
 
   // Records the chains' verdicts and stores their new states. A state seen before had its own
   // closing chain stored when first seen, so the rest of its chain adds nothing.
-  void merge(const Links& links, std::uint32_t parent, int length, std::vector<std::uint32_t>& next,
+  void merge(const Links& chains, std::uint32_t parent, int length, std::vector<std::uint32_t>& next,
              LayerStats& stats) {
+    const std::vector<Link>& links = chains.links;
     std::uint32_t from = parent;  // the state the link's statement runs on
     bool skipping = false;        // the rest of a chain whose state was seen before
     constexpr std::size_t kAhead = 16;  // the table's slots asked for ahead of their lookup
@@ -248,10 +267,30 @@ class Search {
       const Link& link = links[i];
       if (i + kAhead < links.size()) seen_.prefetch(links[i + kAhead].fingerprint);
       if (stopped_ != StopReason::None) return;  // nothing after the stop counts, whatever the thread count
-      if (!skipping) merge_link(link, from, length, next, stats, skipping);
+      if (!skipping) {
+        if (options_.coverage) count_rows(chains.rows, i == 0 ? 0 : links[i - 1].rows_end, link, from, length);
+        merge_link(link, from, length, next, stats, skipping);
+      }
       if (link.top_level) {  // the chain ends: the next one starts from the parent again
         from = parent;
         skipping = false;
+      }
+    }
+  }
+
+  // One transition's rows, [begin, link.rows_end) of `rows`: each row it took counts once for
+  // it. The first transition to take a row (in the merge's order, so a shortest program) is
+  // kept as the row's witness.
+  void count_rows(const std::vector<std::uint16_t>& rows, std::uint32_t begin, const Link& link, std::uint32_t from,
+                  int length) {
+    ++coverage_serial_;
+    for (std::uint32_t r = begin; r < link.rows_end; ++r) {
+      const std::uint16_t row = rows[r];
+      if (coverage_seen_in_[row] == coverage_serial_) continue;
+      coverage_seen_in_[row] = coverage_serial_;
+      if (result_.row_transitions[row]++ == 0) {
+        result_.row_witnesses[row] =
+            RowWitness{program_of(path_to(from, unpack_statement(link.via)), options_.alphabet), length};
       }
     }
   }
@@ -371,18 +410,23 @@ class Search {
   std::map<spec::Invariant, Counterexample> first_;
   StopReason stopped_ = StopReason::None;
   SearchResult result_;
+  // --coverage: the serial of the transition being counted, and per row the last one that
+  // counted it.
+  std::uint64_t coverage_serial_ = 0;
+  std::vector<std::uint64_t> coverage_seen_in_;
 };
 
 }  // namespace
 
 SearchResult search(const SearchOptions& options, const ProgressCallback& progress) {
   if (options.depth > kMaxSearchDepth) {
-    throw std::invalid_argument("the search's flat states hold programs of up to " + std::to_string(kMaxSearchDepth) +
-                                " statements (docs/explorer.md \"Capacities\"), not " + std::to_string(options.depth));
+    throw std::invalid_argument(fmt::format(
+        "the search's flat states hold programs of up to {} statements (docs/explorer.md \"Capacities\"), not {}",
+        kMaxSearchDepth, options.depth));
   }
   if (options.alphabet.modules > kMaxSearchModules) {
-    throw std::invalid_argument("the search's flat states hold up to " + std::to_string(kMaxSearchModules) +
-                                " modules, not " + std::to_string(options.alphabet.modules));
+    throw std::invalid_argument(fmt::format("the search's flat states hold up to {} modules, not {}", kMaxSearchModules,
+                                            options.alphabet.modules));
   }
   return Search(options, progress).run();
 }

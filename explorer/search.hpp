@@ -46,6 +46,9 @@ struct SearchOptions {
   bool canonical_ids = true;
   std::uint64_t max_memory = 0;  // 0: no limit; else stop cleanly before the stored states (fingerprint
                                  // table and tree) need more bytes than this
+  // Table coverage: count, per row of the transition table, the transitions that took it
+  // (SearchResult::row_transitions).
+  bool coverage = false;
 };
 
 enum class StopReason { None, MaxStates, MaxMemory };
@@ -55,6 +58,12 @@ struct Counterexample {
   spec::Program program;  // well formed: open blocks closed
   int length = 0;         // statements, closing braces not counted
   std::string reason;
+};
+
+// The first program of a search to take a table row (SearchOptions::coverage).
+struct RowWitness {
+  spec::Program program;  // well formed: open blocks closed
+  int length = 0;         // statements, closing braces not counted; 0: the row was never taken
 };
 
 struct LayerStats {
@@ -78,6 +87,12 @@ struct SearchResult {
   std::uint64_t stored_bytes = 0;  // fingerprint tables and tree, beyond the frontier
   double collision_probability = 0;  // of the 64-bit fingerprints, for `distinct` states
   std::vector<std::string> carried;  // what a state carries for the invariants checked (carried_state)
+  // With SearchOptions::coverage, per row of the table (Machine::rows() order): how many of the
+  // `transitions` took it at least once, in the program's run (the I8 reference's rows are not
+  // counted), the program end judged after a top-level statement included. Empty otherwise.
+  std::vector<std::uint64_t> row_transitions;
+  // With coverage, per row: the program of the first transition that took it, a shortest one.
+  std::vector<RowWitness> row_witnesses;
 };
 
 using ProgressCallback = std::function<void(const LayerStats&, double seconds)>;

@@ -61,7 +61,7 @@ template <class Action, class Key>
 struct Counted {
   template <class Event, class Fsm, class Source, class Target>
   void operator()(const Event& event, Fsm& fsm, Source& source, Target& target) const {
-    if (fsm.coverage != nullptr || fsm.rows_taken != nullptr) fsm.count_row(std::type_index(typeid(Key)));
+    if (fsm.coverage != nullptr || fsm.rows_taken != nullptr) fsm.template count_row<Key>();
     Action{}(event, fsm, source, target);
   }
 };
@@ -335,7 +335,8 @@ struct Fp8StateMachine : boost::msm::front::state_machine_def<Fp8StateMachine<S>
   MachineData<S>& data() { return *data_; }
   const MachineData<S>& data() const { return *data_; }
   Hooks& hooks() { return *hooks_; }
-  void count_row(std::type_index key);
+  template <class Key>
+  void count_row();  // the row `Key` was taken: counted and noted, as recording asks
 
   MachineData<S>* data_ = nullptr;  // the state the machine works on (owned or bound)
   Hooks* hooks_ = nullptr;

@@ -10,31 +10,11 @@
 #include <string>
 
 #include "coverage_helpers.hpp"
+#include "documented_unreachable.hpp"
 #include "scenario_helpers.hpp"
 
 namespace fp8sm {
 namespace {
-
-// Row (as `explorer table` prints it) -> why no scenario can take it.
-const std::map<std::string, std::string>& documented_unreachable() {
-  static const std::map<std::string, std::string> rows = {
-      {"OwnershipAvailable + CheckpointForwardExit [And_<And_<Pr3213OrFp8sm, Exceptional>, Not_<BitBeforeFrame>>] "
-       "-> OwnershipConsumed / InvalidateCapture",
-       "pr3213 (and fp8sm) never leaves F above its entry value inside a checkpoint forward: the scopes that raise "
-       "F (a depth-0 autocast, a recompute) restore it at their own exits, which unwinding runs first"},
-      {"InRecompute + RecomputeExit [And_<Pr3213OrFp8sm, FramePrevOriginal>] -> InOriginalForward / PopCheckpointFrame",
-       "pr3213 and fp8sm enter a recompute only from a backward pass (recompute_uncaptured is refused), and the "
-       "language allows backward only outside checkpoint blocks"},
-      {"InRecompute + RecomputeExit [And_<Pr3213OrFp8sm, FramePrevRecompute>] -> (stays) / PopCheckpointFrame",
-       "pr3213 and fp8sm recomputes nest only through a reentrant sub-backward, which runs after the parent "
-       "recompute has exited"},
-      {"GradEnabled + GradPush [EnablesGrad] -> (stays) / PushGrad",
-       "grad is enabled only by a recompute, which runs inside a backward pass where grad is off"},
-      {"GradEnabled + GradPop [GradBeforeWasOn] -> (stays) / PopGrad",
-       "pops the push of the row above, which cannot happen"},
-  };
-  return rows;
-}
 
 std::vector<std::uint64_t> coverage_of_all_scenarios() {
   std::vector<std::uint64_t> counts;
@@ -57,7 +37,7 @@ TEST(TableCoverage, EveryRowIsTakenOrDocumentedUnreachable) {
   ASSERT_EQ(counts.size(), rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::string row = rows[i].to_string();
-    const bool documented = documented_unreachable().count(row) != 0;
+    const bool documented = test_support::documented_unreachable().count(row) != 0;
     if (counts[i] == 0) {
       EXPECT_TRUE(documented) << "row " << i << " is never taken: " << row;
     } else {
@@ -70,7 +50,7 @@ TEST(TableCoverage, EveryRowIsTakenOrDocumentedUnreachable) {
 TEST(TableCoverage, DocumentedRowsExist) {
   std::map<std::string, bool> found;
   for (const auto& row : statemachine::Machine::rows().rows()) found[row.to_string()] = true;
-  for (const auto& [row, reason] : documented_unreachable()) EXPECT_TRUE(found[row]) << row;
+  for (const auto& [row, reason] : test_support::documented_unreachable()) EXPECT_TRUE(found[row]) << row;
 }
 
 // Coverage is recorded per row: a scenario with no checkpoint never touches checkpoint rows.
