@@ -3,6 +3,8 @@
 // storages (the end of this file).
 #include "interpreter/interpreter.hpp"
 
+#include <fmt/core.h>
+
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -73,8 +75,8 @@ void BasicInterpreter<S>::feed(const Statement& s) {
     return;
   }
   if (state_->log.size() >= std::numeric_limits<Id>::max() - 1u) {
-    throw statemachine::CapacityError("the program needs more than " +
-                                      std::to_string(std::numeric_limits<Id>::max() - 1u) + " statements");
+    throw statemachine::CapacityError(
+        fmt::format("the program needs more than {} statements", std::numeric_limits<Id>::max() - 1u));
   }
   const std::size_t at = state_->log.size();
   state_->log.push_back(logged(s));

@@ -1,6 +1,7 @@
 #include "statemachine/row_catalogue.hpp"
 
 #include <cxxabi.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,11 +10,8 @@
 namespace fp8sm::statemachine {
 
 std::string RowDescription::to_string() const {
-  std::string out = source + " + " + event;
-  if (guard != "none") out += " [" + guard + "]";
-  out += " -> " + (target == "none" ? std::string("(stays)") : target);
-  out += " / " + action;
-  return out;
+  return fmt::format("{} + {}{} -> {} / {}", source, event, guard == "none" ? "" : fmt::format(" [{}]", guard),
+                     target == "none" ? "(stays)" : target, action);
 }
 
 void RowCatalogue::add(std::type_index key, RowDescription description) {
@@ -58,7 +56,7 @@ std::string component_name(const std::type_info& type) {
   // An action sequence reads as Seq<A, B>.
   const std::string sequence = "ActionSequence_<vector<";
   if (name.rfind(sequence, 0) == 0 && name.size() > sequence.size() + 2) {
-    name = "Seq<" + name.substr(sequence.size(), name.size() - sequence.size() - 2) + ">";
+    name = fmt::format("Seq<{}>", name.substr(sequence.size(), name.size() - sequence.size() - 2));
   }
   return name;
 }

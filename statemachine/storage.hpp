@@ -14,6 +14,8 @@
 // them by rank after each statement, explorer/canonical_state.hpp).
 #pragma once
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -42,8 +44,7 @@ class CapacityError : public std::length_error {
   }
 
 [[noreturn]] inline void capacity_exceeded(std::size_t capacity, const char* what) {
-  throw CapacityError("the program needs more than " + std::to_string(capacity) + " " + what +
-                      " in the model's fixed-capacity state");
+  throw CapacityError(fmt::format("the program needs more than {} {} in the model's fixed-capacity state", capacity, what));
 }
 
 // A vector of at most N elements of a trivially copyable T, stored inline. Slots at and past
@@ -178,8 +179,8 @@ template <class S, class Value>
 typename S::Id to_id(Value value) {
   static_assert(std::is_integral_v<Value>);
   if (value < 0 || static_cast<std::uint64_t>(value) >= kNone<S>) {
-    throw CapacityError("the program needs more than " + std::to_string(kNone<S>) +
-                        " checkpoint, node or graph ids in the model's fixed-capacity state");
+    throw CapacityError(fmt::format(
+        "the program needs more than {} checkpoint, node or graph ids in the model's fixed-capacity state", kNone<S>));
   }
   return static_cast<typename S::Id>(value);
 }
