@@ -4,10 +4,12 @@
 //   explorer --depth N [--semantics fp8sm|upstream|pr3213] [--modules K] [--check I1,I4] [--threads T]
 //            [--max-states M] [--max-memory BYTES[K|M|G]] [--no-symmetry] [--no-canonical-ids] [--json]
 //                                        every program of up to N statements
+//            [--coverage]
 //            [--mermaid | --dot]          each shortest counterexample drawn (docs/pictures.md)
-//   explorer run FILE|NAME [--semantics fp8sm|upstream|pr3213] [--json]
+//   explorer run FILE|NAME|- [--semantics fp8sm|upstream|pr3213] [--json]   (-: standard input)
 //            [--mermaid | --dot]          the run as a sequence diagram (docs/pictures.md)
-//   explorer catalogue [--semantics S]   every built-in scenario, all semantics by default
+//   explorer catalogue [--semantics S] [--json]
+//                                        every built-in scenario, all semantics by default
 //   explorer random [--seed S] [--count N] [--length L] [--modules K]
 //                                        N random programs (the corpus of the TE conformance check)
 //   explorer list                        the built-in catalogue
@@ -32,13 +34,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <limits>
 #include <new>
 #include <optional>
 #include <string>
 #include <system_error>
 
+#include "explorer/catalogue_report.hpp"
 #include "explorer/mermaid.hpp"
 #include "explorer/report.hpp"
 #include "explorer/scenario_run.hpp"
@@ -77,34 +79,44 @@ struct LoadedScenario {
   spec::Program program;
 };
 
-// The whole text of the regular file at `path`, or a UsageError saying why not.
-std::string read_scenario_file(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
-    throw UsageError{"cannot read '" + path + "': " + std::strerror(errno)};
-  }
-  if (S_ISDIR(info.st_mode)) {
-    const bool in_catalogue = spec::find_catalogue_entry(path) != nullptr;
-    throw UsageError{"'" + path + "' is a directory, not a scenario file" +
-                     (in_catalogue ? " (for the catalogue entry, write 'catalogue:" + path + "')" : std::string())};
-  }
-  if (!S_ISREG(info.st_mode)) throw UsageError{"'" + path + "' is not a regular file"};
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw UsageError{"cannot read '" + path + "': " + std::strerror(errno)};
+// Everything left in `file` (`name` says which, for the error), or a UsageError saying why not.
+std::string read_all(std::FILE* file, const std::string& name) {
   std::string text;
   char buffer[1 << 16];
   std::size_t n = 0;
   while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
-  const bool failed = std::ferror(file) != 0;
-  const int error = errno;
-  std::fclose(file);
-  if (failed) throw UsageError{"cannot read '" + path + "': " + std::strerror(error)};
+  if (std::ferror(file) != 0) throw UsageError{fmt::format("cannot read {}: {}", name, std::strerror(errno))};
   return text;
 }
 
-// `catalogue:NAME` or `catalogue:ROW` is always the catalogue; otherwise a path that exists is
-// a scenario file (read in full, or an error), and anything else a catalogue name or row.
+// The whole text of the regular file at `path`, or a UsageError saying why not.
+std::string read_scenario_file(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    throw UsageError{fmt::format("cannot read '{}': {}", path, std::strerror(errno))};
+  }
+  if (S_ISDIR(info.st_mode)) {
+    const bool in_catalogue = spec::find_catalogue_entry(path) != nullptr;
+    throw UsageError{fmt::format("'{}' is a directory, not a scenario file{}", path,
+                                 in_catalogue ? fmt::format(" (for the catalogue entry, write 'catalogue:{}')", path)
+                                              : std::string())};
+  }
+  if (!S_ISREG(info.st_mode)) throw UsageError{fmt::format("'{}' is not a regular file", path)};
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw UsageError{fmt::format("cannot read '{}': {}", path, std::strerror(errno))};
+  std::string text = read_all(file, fmt::format("'{}'", path));
+  std::fclose(file);
+  return text;
+}
+
+// `-` is the standard input; `catalogue:NAME` or `catalogue:ROW` is always the catalogue;
+// otherwise a path that exists is a scenario file (read in full, or an error), and anything
+// else a catalogue name or row.
 LoadedScenario load_scenario(const std::string& file_or_name) {
+  if (file_or_name == "-") {
+    const std::string title = "standard input";
+    return LoadedScenario{title, spec::parse_scenario(read_all(stdin, title), title)};
+  }
   constexpr std::string_view kPrefix = "catalogue:";
   const bool forced = file_or_name.compare(0, kPrefix.size(), kPrefix) == 0;
   const std::string name = forced ? file_or_name.substr(kPrefix.size()) : file_or_name;
@@ -114,15 +126,15 @@ LoadedScenario load_scenario(const std::string& file_or_name) {
       return LoadedScenario{file_or_name, spec::parse_scenario(read_scenario_file(file_or_name), file_or_name)};
     }
     if (errno != ENOENT && errno != ENOTDIR) {
-      throw UsageError{"cannot read '" + file_or_name + "': " + std::strerror(errno)};
+      throw UsageError{fmt::format("cannot read '{}': {}", file_or_name, std::strerror(errno))};
     }
   }
   if (const spec::CatalogueEntry* entry = spec::find_catalogue_entry(name)) {
-    return LoadedScenario{entry->name + " (row " + std::to_string(entry->row) + ": " + entry->title + ")",
+    return LoadedScenario{fmt::format("{} (row {}: {})", entry->name, entry->row, entry->title),
                           spec::parse_scenario(entry->text, "catalogue:" + entry->name)};
   }
-  if (forced) throw UsageError{"no catalogue entry named '" + name + "' (see 'explorer list')"};
-  throw UsageError{"no scenario file or catalogue entry named '" + file_or_name + "' (see 'explorer list')"};
+  if (forced) throw UsageError{fmt::format("no catalogue entry named '{}' (see 'explorer list')", name)};
+  throw UsageError{fmt::format("no scenario file or catalogue entry named '{}' (see 'explorer list')", file_or_name)};
 }
 
 bool any_violation(const explorer::ScenarioReport& report) {
@@ -152,34 +164,21 @@ int run_command(const std::string& target, const std::string& semantics, bool js
   const LoadedScenario scenario = load_scenario(target);
   const explorer::ScenarioReport report = explorer::run_scenario(scenario.program, s);
   if (json) {
-    explorer::print_json(std::cout, report);
+    fmt::print("{}", explorer::json_line(explorer::run_json(scenario.title, scenario.program, report)));
   } else {
-    explorer::print_text(std::cout, scenario.title, scenario.program, report);
+    fmt::print("{}", explorer::run_text(scenario.title, scenario.program, report));
   }
   return any_violation(report) ? kViolations : kClean;
 }
 
-// One line per catalogue entry and semantics: counts of each step and violated invariants.
-int catalogue_command(const std::optional<std::string>& semantics) {
+// One line per catalogue entry and semantics (counts of each step and violated invariants), or
+// one JSON document.
+int catalogue_command(const std::optional<std::string>& semantics, bool json) {
   std::vector<spec::Semantics> chosen(spec::kAllSemantics.begin(), spec::kAllSemantics.end());
   if (semantics) chosen = {semantics_option(*semantics)};
-  bool violations = false;
-  for (const spec::CatalogueEntry& entry : spec::catalogue()) {
-    const spec::Program program = spec::parse_scenario(entry.text, "catalogue:" + entry.name);
-    std::cout << entry.row << ". " << entry.name << " (" << entry.title << ")\n";
-    for (spec::Semantics s : chosen) {
-      const explorer::ScenarioReport report = explorer::run_scenario(program, s);
-      violations = violations || any_violation(report);
-      std::cout << "   " << spec::name(s) << ":";
-      for (const spec::StepResult& step : report.steps) {
-        std::cout << " " << step.forward_updates << "/" << step.backward_updates;
-        if (!step.raised.empty()) std::cout << " (raised " << spec::name(step.raised.front().kind) << ")";
-        std::cout << " [" << step.violations.to_string() << "]";
-      }
-      std::cout << "\n";
-    }
-  }
-  return violations ? kViolations : kClean;
+  const explorer::CatalogueReport report = explorer::run_catalogue(chosen);
+  fmt::print("{}", json ? explorer::json_line(report.json) : report.text);
+  return report.violations ? kViolations : kClean;
 }
 
 spec::InvariantSet checks_option(const std::string& text) {
@@ -189,7 +188,7 @@ spec::InvariantSet checks_option(const std::string& text) {
     const std::size_t comma = text.find(',', start);
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const auto invariant = spec::parse_invariant(item);
-    if (!invariant) throw UsageError{"--check: unknown invariant '" + item + "' (expected I1 .. I9, comma separated)"};
+    if (!invariant) throw UsageError{fmt::format("--check: unknown invariant '{}' (expected I1 .. I9, comma separated)", item)};
     set.add(*invariant);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -200,7 +199,7 @@ spec::InvariantSet checks_option(const std::string& text) {
 // "512M", "4G", "1000000": bytes, with an optional binary suffix.
 std::uint64_t memory_option(const std::string& text) {
   const auto bad = [&] {
-    return UsageError{"--max-memory: '" + text + "' is not a size (expected e.g. 4G, 512M, 65536K or bytes)"};
+    return UsageError{fmt::format("--max-memory: '{}' is not a size (expected e.g. 4G, 512M, 65536K or bytes)", text)};
   };
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front()))) throw bad();
   std::size_t used = 0;
@@ -226,33 +225,33 @@ int depth_command(explorer::SearchOptions options, const std::string& semantics,
   if (!max_memory.empty()) options.max_memory = memory_option(max_memory);
   if (!checks.empty()) options.checks = checks_option(checks);
   if (options.depth < 0 || options.depth > explorer::kMaxSearchDepth) {
-    throw UsageError{"--depth: must be 0 to " + std::to_string(explorer::kMaxSearchDepth) +
-                     " (the search's fixed-capacity states are sized for that; docs/explorer.md \"Capacities\")"};
+    throw UsageError{fmt::format("--depth: must be 0 to {} (the search's fixed-capacity states are sized for that; "
+                                 "docs/explorer.md \"Capacities\")",
+                                 explorer::kMaxSearchDepth)};
   }
   if (options.alphabet.modules < 1 || options.alphabet.modules > explorer::kMaxSearchModules) {
-    throw UsageError{"--modules: must be 1 to " + std::to_string(explorer::kMaxSearchModules) + " with --depth"};
+    throw UsageError{fmt::format("--modules: must be 1 to {} with --depth", explorer::kMaxSearchModules)};
   }
   if (options.threads < 1 || options.threads > kMaxThreads) {
-    throw UsageError{"--threads: must be 1 to " + std::to_string(kMaxThreads)};
+    throw UsageError{fmt::format("--threads: must be 1 to {}", kMaxThreads)};
   }
   // A progress line on a terminal, for runs of more than a second.
   const bool show_progress = !json && isatty(STDERR_FILENO) != 0;
   auto progress = [&](const explorer::LayerStats& layer, double seconds) {
     if (show_progress && seconds > 1.0) {
-      std::cerr << "\rdepth " << layer.depth << ": " << layer.distinct << " states, " << static_cast<long>(seconds)
-                << " s   " << std::flush;
+      fmt::print(stderr, "\rdepth {}: {} states, {} s   ", layer.depth, layer.distinct, static_cast<long>(seconds));
+      std::fflush(stderr);
     }
   };
   const explorer::SearchResult result = explorer::search(options, progress);
-  if (show_progress && result.seconds > 1.0) std::cerr << "\n";
+  if (show_progress && result.seconds > 1.0) fmt::print(stderr, "\n");
   if (picture == Picture::Mermaid) {
     fmt::print("{}", explorer::counterexamples_mermaid(result.counterexamples, options.semantics));
   } else if (picture == Picture::Dot) {
     fmt::print("{}", explorer::counterexamples_dot(result.counterexamples, options.semantics));
-  } else if (json) {
-    explorer::print_search_json(std::cout, options, result);
   } else {
-    explorer::print_search_text(std::cout, options, result);
+    fmt::print("{}", json ? explorer::json_line(explorer::search_json(options, result))
+                          : explorer::search_text(options, result));
   }
   if (!result.counterexamples.empty()) return kViolations;
   return result.complete ? kClean : kIncomplete;
@@ -264,21 +263,20 @@ int random_command(std::uint64_t seed, std::uint64_t count, int length, int modu
   spec::ProgramShape shape;
   shape.modules = modules;
   for (std::uint64_t k = 0; k < count; ++k) {
-    std::cout << "# program " << k << " of seed " << seed << "\n"
-              << spec::print_scenario(spec::random_program(seed, k, length, shape));
+    fmt::print("# program {} of seed {}\n{}", k, seed, spec::print_scenario(spec::random_program(seed, k, length, shape)));
   }
   return kClean;
 }
 
 int list_command() {
   for (const spec::CatalogueEntry& entry : spec::catalogue()) {
-    std::cout << entry.row << "\t" << entry.name << "\t" << entry.title << "\n";
+    fmt::print("{}\t{}\t{}\n", entry.row, entry.name, entry.title);
   }
   return kClean;
 }
 
 int invariants_command() {
-  for (spec::Invariant i : spec::kAllInvariants) std::cout << spec::id(i) << "\t" << spec::summary(i) << "\n";
+  for (spec::Invariant i : spec::kAllInvariants) fmt::print("{}\t{}\n", spec::id(i), spec::summary(i));
   return kClean;
 }
 
@@ -290,7 +288,7 @@ int table_command(const std::optional<std::string>& semantics, bool dot) {
   if (semantics) throw UsageError{"--semantics: table takes it with --dot only (the text lists every row)"};
   int index = 0;
   for (const auto& row : statemachine::Machine::rows().rows()) {
-    std::cout << index++ << "\t" << row.to_string() << "\n";
+    fmt::print("{}\t{}\n", index++, row.to_string());
   }
   return kClean;
 }
@@ -307,6 +305,7 @@ struct Options {
   std::string count;
   std::optional<int> length;
   bool json = false;
+  bool coverage = false;
   bool mermaid = false;
   bool dot = false;
   bool no_symmetry = false;
@@ -320,19 +319,19 @@ void only(const CLI::App& app, const std::string& command, std::initializer_list
     if (option->count() == 0 || option->get_name() == "--help") continue;
     bool ok = false;
     for (const char* name : taken) ok = ok || option->get_name() == name;
-    if (!ok) throw UsageError{option->get_name() + " is not an option of " + command + " (see 'explorer --help')"};
+    if (!ok) throw UsageError{fmt::format("{} is not an option of {} (see 'explorer --help')", option->get_name(), command)};
   }
 }
 
 // A decimal count of `option`, or a UsageError that says what was wrong (`what`: the range).
 std::uint64_t count_option(const char* option, const std::string& text, const char* what) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
-    throw UsageError{std::string(option) + ": '" + text + "' is not " + what};
+    throw UsageError{fmt::format("{}: '{}' is not {}", option, text, what)};
   }
   try {
     return std::stoull(text);
   } catch (const std::exception&) {
-    throw UsageError{std::string(option) + ": '" + text + "' is too large"};
+    throw UsageError{fmt::format("{}: '{}' is too large", option, text)};
   }
 }
 
@@ -378,8 +377,10 @@ int dispatch(CLI::App& app, Options& o, const std::string& target, const Command
     o.search.depth = *o.depth;
     o.search.alphabet.symmetry = !o.no_symmetry;
     o.search.canonical_ids = !o.no_canonical_ids;
+    o.search.coverage = o.coverage;
     if (!o.max_states.empty()) o.search.max_states = max_states_option(o.max_states);
     const Picture picture = picture_option(o);
+    if (picture != Picture::None && o.coverage) throw UsageError{"--coverage is part of the report: not with --mermaid or --dot"};
     return depth_command(o.search, o.semantics.value_or("fp8sm"), o.checks, o.max_memory, o.json, picture);
   }
   if (*c.run) {
@@ -390,8 +391,8 @@ int dispatch(CLI::App& app, Options& o, const std::string& target, const Command
     return run_command(target, o.semantics.value_or("fp8sm"), o.json);
   }
   if (*c.catalogue) {
-    only(app, "catalogue", {"--semantics"});
-    return catalogue_command(o.semantics);
+    only(app, "catalogue", {"--semantics", "--json"});
+    return catalogue_command(o.semantics, o.json);
   }
   if (*c.random) {
     only(app, "random", {"--seed", "--count", "--length", "--modules"});
@@ -423,14 +424,16 @@ int main(int argc, char** argv) {
                  "with --depth or random: module names L0.. (1 to 8 with --depth, 16 with random; default 2, random: 3)");
   app.add_option("--check", o.checks, "with --depth: only these invariants, e.g. I1,I4");
   app.add_option("--threads", o.search.threads,
-                 "with --depth: worker threads (1 to " + std::to_string(kMaxThreads) + ", default 1)");
+                 fmt::format("with --depth: worker threads (1 to {}, default 1)", kMaxThreads));
   app.add_option("--max-states", o.max_states, "with --depth: stop past this many states (0: no limit)");
   app.add_option("--max-memory", o.max_memory,
                  "with --depth: stop before the stored states need more than this (e.g. 4G; default: no limit)");
   app.add_flag("--no-canonical-ids", o.no_canonical_ids,
                "with --depth: do not merge states that differ only in the numbering of checkpoint, node and graph ids");
   app.add_flag("--no-symmetry", o.no_symmetry, "with --depth: do not reduce by module-name symmetry");
-  app.add_flag("--json", o.json, "with --depth or run: print one JSON object");
+  app.add_flag("--json", o.json, "with --depth, run or catalogue: print one JSON document (docs/json.md)");
+  app.add_flag("--coverage", o.coverage,
+               "with --depth: per table row, the transitions that took it, and the rows never taken");
   app.add_flag("--mermaid", o.mermaid,
                "with run or --depth: the run, or each shortest counterexample, as a Mermaid sequence diagram");
   app.add_flag("--dot", o.dot, "with table, run or --depth: a Graphviz DOT drawing (docs/pictures.md)");
@@ -438,15 +441,16 @@ int main(int argc, char** argv) {
   app.add_option("--count", o.count, "with random: how many programs (default 1)");
   app.add_option("--length", o.length, "with random: at most this many choices a program (default 30)");
   app.footer(
-      "Options may stand before or after the command. run's SCENARIO is read as a file when a path of\n"
-      "that name exists (a directory or an unreadable file is an error), else as a catalogue name or\n"
-      "row (see 'explorer list'); 'catalogue:NAME' or 'catalogue:ROW' always names the catalogue.\n"
+      "Options may stand before or after the command. run's SCENARIO is the standard input if it is\n"
+      "'-', else read as a file when a path of that name exists (a directory or an unreadable file is\n"
+      "an error), else as a catalogue name or row (see 'explorer list'); 'catalogue:NAME' or\n"
+      "'catalogue:ROW' always names the catalogue.\n"
       "Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or input, 3 a --depth\n"
       "search stopped by --max-states or --max-memory with no violation in what it explored.\n");
 
   std::string target;
   CLI::App* run = app.add_subcommand("run", "run one scenario (a file, or a catalogue name or row)");
-  run->add_option("scenario", target, "scenario file, or catalogue entry")->required();
+  run->add_option("scenario", target, "scenario file, catalogue entry, or - for the standard input")->required();
   CLI::App* catalogue = app.add_subcommand("catalogue", "run every catalogue entry and summarise");
   CLI::App* random = app.add_subcommand("random", "print random programs of the scenario language");
   CLI::App* list = app.add_subcommand("list", "list the built-in catalogue");
@@ -461,22 +465,22 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForHelp& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
-      std::cerr << "explorer: error: " << e.what() << " (see 'explorer --help')\n";
+      fmt::print(stderr, "explorer: error: {} (see 'explorer --help')\n", e.what());
       return kUsageError;
     }
     return dispatch(app, o, target, Commands{run, catalogue, random, list, invariants, table});
   } catch (const UsageError& e) {
-    std::cerr << "explorer: error: " << e.message << "\n";
+    fmt::print(stderr, "explorer: error: {}\n", e.message);
   } catch (const spec::ParseError& e) {
-    std::cerr << e.what() << "\n";
+    fmt::print(stderr, "{}\n", e.what());
   } catch (const std::bad_alloc&) {
-    std::cerr << "explorer: error: out of memory (for a --depth search, --max-memory stops it cleanly)\n";
+    fmt::print(stderr, "explorer: error: out of memory (for a --depth search, --max-memory stops it cleanly)\n");
   } catch (const std::system_error& e) {
-    std::cerr << "explorer: error: " << e.what() << "\n";
+    fmt::print(stderr, "explorer: error: {}\n", e.what());
   } catch (const std::exception& e) {
-    std::cerr << "explorer: error: " << e.what() << "\n";
+    fmt::print(stderr, "explorer: error: {}\n", e.what());
   } catch (...) {
-    std::cerr << "explorer: error: an unknown exception\n";
+    fmt::print(stderr, "explorer: error: an unknown exception\n");
   }
   return kUsageError;
 }
