@@ -1,5 +1,7 @@
 #include "runtime/amax_order.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -52,8 +54,8 @@ float amax_from_order_key(std::int32_t key) {
   std::uint32_t bits = as_unsigned(key);
   if (key < 0) {
     if (key < kNegativeInfinityKey) {
-      throw std::invalid_argument("amax_from_order_key: " + std::to_string(key) +
-                                  " is no amax's key (it would be a NaN with the sign set)");
+      throw std::invalid_argument(
+          fmt::format("amax_from_order_key: {} is no amax's key (it would be a NaN with the sign set)", key));
     }
     bits ^= kMagnitudeBits;
   }

@@ -1,5 +1,7 @@
 #include "runtime/amax_reduction.hpp"
 
+#include <fmt/core.h>
+
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -15,9 +17,8 @@ std::vector<float> reduced_amaxes(const std::vector<kernels::ScalingMeta*>& key_
     // update_scales would reject the wrong count too, but as a bad argument; this is a broken
     // group, and the message should say which.
     if (amaxes.size() != slots) {
-      throw std::logic_error("reduce_and_update: amax reduction group '" + group->name() +
-                             "' returned " + std::to_string(amaxes.size()) + " amaxes for " +
-                             std::to_string(slots) + " slots");
+      throw std::logic_error(fmt::format("reduce_and_update: amax reduction group '{}' returned {} amaxes for {} slots",
+                                         group->name(), amaxes.size(), slots));
     }
   }
   return amaxes;

@@ -1,5 +1,7 @@
 #include "runtime/backends.hpp"
 
+#include <fmt/core.h>
+
 #include <stdexcept>
 
 #include "runtime/device_backend.hpp"
@@ -15,14 +17,14 @@ void require_backend(const std::string& name) {
   if (name == "cuda" || name == "cuda-exact") {
 #ifdef FP8SM_HAVE_CUDA
     const std::string why = cuda_unavailable_reason();
-    if (!why.empty()) throw std::runtime_error("backend " + name + ": " + why);
+    if (!why.empty()) throw std::runtime_error(fmt::format("backend {}: {}", name, why));
     return;
 #else
-    throw std::runtime_error("backend " + name + ": this build has no CUDA backend (the CUDA toolkit was not found "
-                             "when it was configured)");
+    throw std::runtime_error(fmt::format(
+        "backend {}: this build has no CUDA backend (the CUDA toolkit was not found when it was configured)", name));
 #endif
   }
-  throw std::invalid_argument("unknown backend '" + name + "' (expected cpu, cuda, cuda-exact or cuda-emulated)");
+  throw std::invalid_argument(fmt::format("unknown backend '{}' (expected cpu, cuda, cuda-exact or cuda-emulated)", name));
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
@@ -32,7 +34,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
 #ifdef FP8SM_HAVE_CUDA
   return make_cuda_backend(name == "cuda" ? CudaGemm::Fast : CudaGemm::Exact);
 #else
-  throw std::logic_error("make_backend: " + name);  // require_backend refused it
+  throw std::logic_error(fmt::format("make_backend: {}", name));  // require_backend refused it
 #endif
 }
 

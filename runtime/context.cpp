@@ -3,6 +3,8 @@
 // the table's actions context_hooks.cpp.
 #include "runtime/context.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <type_traits>
 #include <typeinfo>
@@ -82,12 +84,12 @@ void Context::completes(driver::Done done) {
 // twin's saved tensors; the twin must be the same kind of node.
 void Context::take_twin(NodeFunction& node, const std::shared_ptr<NodeFunction>& twin, std::uint32_t slot,
                         CaptureId capture) {
-  if (!twin) throw std::logic_error("checkpoint: slot " + std::to_string(slot) + " was freed before its unpack");
+  if (!twin) throw std::logic_error(fmt::format("checkpoint: slot {} was freed before its unpack", slot));
   if (!node.is_twin(*twin)) {
-    throw CheckpointError("checkpoint: the non-reentrant recompute of checkpoint #" + std::to_string(capture) +
-                          " recorded another node at slot " + std::to_string(slot) +
-                          " than its forward did: the checkpointed function must take the same path when it is run "
-                          "again");
+    throw CheckpointError(fmt::format("checkpoint: the non-reentrant recompute of checkpoint #{} recorded another node at "
+                                      "slot {} than its forward did: the checkpointed function must take the same path "
+                                      "when it is run again",
+                                      capture, slot));
   }
   node.take_saved(*twin);
 }
@@ -108,9 +110,10 @@ Matrix Context::run_module(ModuleId m, const ModuleCompute& compute) {
   // The misuse check comes before any event, so that a refused call changes nothing. Whether
   // the run is FP8 is what prepare_forward will read: the innermost autocast's flag.
   if (recipe_.reduce_amax && machine_->fp8_enabled() && !region_runs_.empty() && region_runs_.back().count(m) != 0) {
-    throw MisuseError("module '" + modules_[m].name +
-                      "' ran twice in one FP8 autocast region while reduce_amax is set: its amax row would mix "
-                      "two casts (TE forbids it; give each use its own module, or set reduce_amax=false)");
+    throw MisuseError(fmt::format("module '{}' ran twice in one FP8 autocast region while reduce_amax is set: its amax "
+                                  "row would mix two casts (TE forbids it; give each use its own module, or set "
+                                  "reduce_amax=false)",
+                                  modules_[m].name));
   }
   bool fp8 = false;
   completes(driver_->module_forward_begin(m, fp8));
@@ -152,8 +155,8 @@ Matrix Context::backward(const Matrix& grad_output, bool retain_graph) {
 
 Matrix Context::backward(const std::string& tape, const Matrix& grad_output, bool retain_graph) {
   const auto found = tapes_.find(tape);
-  if (found == tapes_.end()) throw MisuseError("backward: no graph was saved as '" + tape + "' (save_graph first)");
-  return run_backward(found->second, grad_output, retain_graph, "backward of tape '" + tape + "'");
+  if (found == tapes_.end()) throw MisuseError(fmt::format("backward: no graph was saved as '{}' (save_graph first)", tape));
+  return run_backward(found->second, grad_output, retain_graph, fmt::format("backward of tape '{}'", tape));
 }
 
 void Context::save_graph(const std::string& tape) {
@@ -170,9 +173,9 @@ void Context::save_graph(const std::string& tape) {
 
 Matrix Context::run_backward(std::uint16_t tape, const Matrix& grad_output, bool retain_graph, const std::string& what) {
   if (checkpoints_open_ > 0 || driver_->recompute_depth() > 0) {
-    throw MisuseError(what + ": inside a checkpoint's function (its recompute would run the backward again)");
+    throw MisuseError(fmt::format("{}: inside a checkpoint's function (its recompute would run the backward again)", what));
   }
-  require_finite(grad_output, what + ": grad_output");
+  require_finite(grad_output, fmt::format("{}: grad_output", what));
   grad_ = grad_output;
   try {
     completes(driver_->backward(tape, retain_graph));
@@ -185,8 +188,8 @@ Matrix Context::run_backward(std::uint16_t tape, const Matrix& grad_output, bool
 
 StepCounts Context::end_step() {
   if (!scopes_.empty()) {
-    throw MisuseError(std::string("end_step: the ") + scope_name(scopes_.back().kind) + " scope #" +
-                      std::to_string(scopes_.back().id) + " is still open (a step ends outside every scope)");
+    throw MisuseError(fmt::format("end_step: the {} scope #{} is still open (a step ends outside every scope)",
+                                  scope_name(scopes_.back().kind), scopes_.back().id));
   }
   completes(driver_->end_step());  // what was recorded and never backpropagated
   driver_->forget_unreachable();

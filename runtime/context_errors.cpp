@@ -1,5 +1,6 @@
 // What the runtime says when the table (or torch, in the model's words) raises: the event and
 // the module it concerns, the recompute it happened in, and the semantics.
+#include <iterator>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "driver/driver.hpp"
 #include "runtime/context.hpp"
 #include "runtime/errors.hpp"
+#include "spec/format.hpp"
 #include "statemachine/machine.hpp"
 
 namespace fp8sm::runtime {
@@ -21,9 +23,9 @@ std::string doing(const spec::AutocastEnter&) { return "entering an autocast"; }
 std::string doing(const spec::AutocastExit&) { return "leaving an autocast"; }
 std::string doing(const spec::GradPush&) { return "changing the grad mode"; }
 std::string doing(const spec::GradPop&) { return "restoring the grad mode"; }
-std::string doing(const spec::CheckpointForwardEnter& e) { return "entering the forward of checkpoint #" + std::to_string(e.capture); }
+std::string doing(const spec::CheckpointForwardEnter& e) { return fmt::format("entering the forward of checkpoint #{}", e.capture); }
 std::string doing(const spec::CheckpointForwardExit&) { return "leaving a checkpoint's forward"; }
-std::string doing(const spec::RecomputeEnter& e) { return "entering the recompute of checkpoint #" + std::to_string(e.capture); }
+std::string doing(const spec::RecomputeEnter& e) { return fmt::format("entering the recompute of checkpoint #{}", e.capture); }
 std::string doing(const spec::RecomputeExit&) { return "leaving a recompute"; }
 std::string doing(const spec::ModulePrepare&) { return "preparing the forward of module"; }
 std::string doing(const spec::ModuleClaim&) { return "recording module"; }
@@ -33,7 +35,7 @@ std::string doing(const spec::SavedTensorUnpack&) { return "unpacking what a nod
 std::string doing(const spec::ModuleBackward&) { return "the backward of module"; }
 std::string doing(const spec::BackwardPassBegin&) { return "beginning a backward pass"; }
 std::string doing(const spec::BackwardPassEnd&) { return "ending a backward pass"; }
-std::string doing(const spec::CheckpointReleased& e) { return "releasing checkpoint #" + std::to_string(e.capture); }
+std::string doing(const spec::CheckpointReleased& e) { return fmt::format("releasing checkpoint #{}", e.capture); }
 
 // Module events name their module; the others do not.
 template <class Event, class = void>
@@ -47,17 +49,18 @@ void Context::raise(const spec::AnyEvent* event, spec::RaisedException raised) {
   if (event != nullptr) {
     what = std::visit(
         [&](const auto& e) {
-          std::string text = doing(e);
-          if constexpr (NamesModule<std::decay_t<decltype(e)>>::value) text += " '" + modules_.at(e.module).name + "'";
-          return text;
+          if constexpr (NamesModule<std::decay_t<decltype(e)>>::value) {
+            return fmt::format("{} '{}'", doing(e), modules_.at(e.module).name);
+          }
+          return doing(e);
         },
         *event);
   }
   if (const std::optional<CaptureId> capture = driver_->innermost_recompute()) {
-    what += " in the recompute of checkpoint #" + std::to_string(*capture);
+    fmt::format_to(std::back_inserter(what), " in the recompute of checkpoint #{}", *capture);
   }
-  throw StateError(spec::name(raised.kind), std::string(raised.message) + " (while " + what + ", under the " +
-                                    std::string(spec::name(machine_->semantics())) + " semantics)");
+  throw StateError(spec::name(raised.kind),
+                   fmt::format("{} (while {}, under the {} semantics)", raised.message, what, machine_->semantics()));
 }
 
 }  // namespace fp8sm::runtime

@@ -1,5 +1,7 @@
 // The scopes a program opens (autocast, no_grad, checkpoints) in the order it leaves them,
 // and a checkpoint's call: what the driver fires for each.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -30,11 +32,13 @@ std::size_t Context::open_scope(ScopeKind kind) {
 
 void Context::close_scope(ScopeKind kind, std::size_t id) {
   const auto it = std::find_if(scopes_.begin(), scopes_.end(), [&](const OpenScope& s) { return s.id == id; });
-  const std::string which = std::string(scope_name(kind)) + " scope #" + std::to_string(id);
-  if (it == scopes_.end()) throw MisuseError(which + " left twice: it is not open (each scope is left once)");
+  if (it == scopes_.end()) {
+    throw MisuseError(fmt::format("{} scope #{} left twice: it is not open (each scope is left once)", scope_name(kind), id));
+  }
   if (it + 1 != scopes_.end()) {
-    throw MisuseError(which + " left out of order: the " + scope_name(scopes_.back().kind) + " scope #" +
-                      std::to_string(scopes_.back().id) + " opened inside it is still open (scopes close innermost first)");
+    throw MisuseError(fmt::format(
+        "{} scope #{} left out of order: the {} scope #{} opened inside it is still open (scopes close innermost first)",
+        scope_name(kind), id, scope_name(scopes_.back().kind), scopes_.back().id));
   }
   if (kind == ScopeKind::Checkpoint) --checkpoints_open_;
   scopes_.pop_back();

@@ -1,6 +1,8 @@
 // What the runtime throws besides std::invalid_argument (bad tensors, bad recipes).
 #pragma once
 
+#include <fmt/core.h>
+
 #include <stdexcept>
 #include <string>
 
@@ -22,7 +24,7 @@ class MisuseError : public std::logic_error {
 class StateError : public std::runtime_error {
  public:
   StateError(std::string kind, const std::string& message)
-      : std::runtime_error(kind + ": " + message), kind_(std::move(kind)) {}
+      : std::runtime_error(fmt::format("{}: {}", kind, message)), kind_(std::move(kind)) {}
   const std::string& kind() const { return kind_; }
 
  private:

@@ -1,5 +1,7 @@
 #include "runtime/linear.hpp"
 
+#include <fmt/core.h>
+
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -40,7 +42,8 @@ class LinearNode final : public NodeFunction {
   Matrix backward(const Matrix& grad_output) override {
     Context& context = module_.context_;
     if (!has_saved()) {
-      throw std::logic_error("Linear " + module_.name() + ": backward without saved tensors (its checkpoint was not recomputed)");
+      throw std::logic_error(
+          fmt::format("Linear {}: backward without saved tensors (its checkpoint was not recomputed)", module_.name()));
     }
     if (!fp8_) {
       // dx = dy W, dW += dyᵀ x
@@ -107,7 +110,7 @@ Linear::Linear(Context& context, const std::string& name, std::size_t in_feature
       id_(context.add_module(name)),
       weight_(out_features, in_features),
       weight_grad_(out_features, in_features) {
-  if (in_features == 0 || out_features == 0) throw std::invalid_argument("Linear " + name + ": a dimension is 0");
+  if (in_features == 0 || out_features == 0) throw std::invalid_argument(fmt::format("Linear {}: a dimension is 0", name));
   std::mt19937_64 random(seed);
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
   std::uniform_real_distribution<float> uniform(-bound, bound);
@@ -116,11 +119,11 @@ Linear::Linear(Context& context, const std::string& name, std::size_t in_feature
 
 Matrix Linear::forward(const Matrix& x) {
   if (x.cols != weight_.cols) {
-    throw std::invalid_argument("Linear " + name() + ": input has " + std::to_string(x.cols) + " features, expected " +
-                                std::to_string(weight_.cols));
+    throw std::invalid_argument(
+        fmt::format("Linear {}: input has {} features, expected {}", name(), x.cols, weight_.cols));
   }
-  require_finite(x, "Linear " + name() + ": input");
-  require_finite(weight_, "Linear " + name() + ": weight");
+  require_finite(x, fmt::format("Linear {}: input", name()));
+  require_finite(weight_, fmt::format("Linear {}: weight", name()));
   return context_.run_module(id_, [&](bool fp8) {
     auto node = std::make_shared<LinearNode>(*this, fp8);
     if (!fp8) {

@@ -1,5 +1,7 @@
 #include "runtime/mpi_amax_reduction.hpp"
 
+#include <fmt/core.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -15,7 +17,7 @@ std::string error_text(int status) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   if (MPI_Error_string(status, text, &length) != MPI_SUCCESS) {
-    return "MPI error code " + std::to_string(status);
+    return fmt::format("MPI error code {}", status);
   }
   return std::string(text, static_cast<std::size_t>(length));
 }
@@ -37,14 +39,13 @@ MpiGroup::MpiGroup(MPI_Comm communicator, std::string name) : name_(std::move(na
   MPI_Initialized(&initialised);
   MPI_Finalized(&finalised);
   // Without MPI the communicator's name cannot be asked for yet.
-  const std::string which = name_.empty() ? "MpiGroup" : "MpiGroup '" + name_ + "'";
+  const std::string which = name_.empty() ? "MpiGroup" : fmt::format("MpiGroup '{}'", name_);
   if (initialised == 0 || finalised != 0) {
-    throw std::runtime_error(which + ": MPI is " +
-                             (finalised != 0 ? "finalised already" : "not initialised") +
-                             "; construct MpiGroups between MPI_Init and MPI_Finalize");
+    throw std::runtime_error(fmt::format("{}: MPI is {}; construct MpiGroups between MPI_Init and MPI_Finalize", which,
+                                         finalised != 0 ? "finalised already" : "not initialised"));
   }
   if (communicator == MPI_COMM_NULL) {
-    throw std::runtime_error(which + ": the communicator is MPI_COMM_NULL");
+    throw std::runtime_error(fmt::format("{}: the communicator is MPI_COMM_NULL", which));
   }
   if (name_.empty()) name_ = communicator_name(communicator);
   // Fails under the caller's error handler (by default MPI aborts): ours is not set yet.
@@ -73,16 +74,15 @@ void MpiGroup::all_reduce_max(std::vector<float>& amaxes) {
   check(MPI_Allreduce(MPI_IN_PLACE, extremes, 2, MPI_LONG_LONG, MPI_MAX, communicator_),
         "MPI_Allreduce (amax counts)");
   if (extremes[0] != -extremes[1]) {
-    throw std::runtime_error("MpiGroup '" + name_ + "': the ranks reduce different numbers of " +
-                             "amaxes (from " + std::to_string(-extremes[1]) + " to " +
-                             std::to_string(extremes[0]) + ", this rank " +
-                             std::to_string(count) + "); every rank must update the same key");
+    throw std::runtime_error(fmt::format("MpiGroup '{}': the ranks reduce different numbers of amaxes (from {} to {}, "
+                                         "this rank {}); every rank must update the same key",
+                                         name_, -extremes[1], extremes[0], count));
   }
   if (amaxes.empty()) return;
   // After the count check, so that every rank throws here or none does.
   if (amaxes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    throw std::runtime_error("MpiGroup '" + name_ + "': " + std::to_string(amaxes.size()) +
-                             " amaxes are more than one MPI_Allreduce can take");
+    throw std::runtime_error(
+        fmt::format("MpiGroup '{}': {} amaxes are more than one MPI_Allreduce can take", name_, amaxes.size()));
   }
 
   std::vector<std::int32_t> keys(amaxes.size());
@@ -95,8 +95,7 @@ void MpiGroup::all_reduce_max(std::vector<float>& amaxes) {
 
 void MpiGroup::check(int status, const char* call) const {
   if (status != MPI_SUCCESS) {
-    throw std::runtime_error("MpiGroup '" + name_ + "': " + call + " failed: " +
-                             error_text(status));
+    throw std::runtime_error(fmt::format("MpiGroup '{}': {} failed: {}", name_, call, error_text(status)));
   }
 }
 
