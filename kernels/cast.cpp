@@ -1,5 +1,7 @@
 #include "kernels/cast.hpp"
 
+#include <fmt/core.h>
+
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -13,14 +15,14 @@ float widen(float value) { return value; }
 float widen(Bf16 value) { return to_float(value); }
 
 void require(bool ok, const char* operation, const std::string& what) {
-  if (!ok) throw std::invalid_argument(std::string(operation) + ": " + what);
+  if (!ok) throw std::invalid_argument(fmt::format("{}: {}", operation, what));
 }
 
 template <typename Input>
 float cast(const Input* input, std::size_t count, float scale, Format format,
            std::uint8_t* output, float& amax) {
   require(count == 0 || (input != nullptr && output != nullptr), "cast_to_fp8",
-          "null buffer for " + std::to_string(count) + " elements");
+          fmt::format("null buffer for {} elements", count));
   float local_amax = amax;
   for (std::size_t i = 0; i < count; ++i) {
     const float x = widen(input[i]);
@@ -36,10 +38,10 @@ float cast_transpose(const Input* input, std::size_t rows, std::size_t cols, flo
                      Format format, std::uint8_t* output, std::uint8_t* output_t, float& amax) {
   const char* operation = "cast_transpose_to_fp8";
   require(cols == 0 || rows <= std::numeric_limits<std::size_t>::max() / cols, operation,
-          std::to_string(rows) + " x " + std::to_string(cols) + " elements overflow size_t");
+          fmt::format("{} x {} elements overflow size_t", rows, cols));
   const std::size_t count = rows * cols;
   require(count == 0 || (input != nullptr && output != nullptr && output_t != nullptr),
-          operation, "null buffer for " + std::to_string(rows) + " x " + std::to_string(cols));
+          operation, fmt::format("null buffer for {} x {}", rows, cols));
   float local_amax = amax;
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {

@@ -1,5 +1,7 @@
 #include "kernels/fp8.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -30,8 +32,7 @@ Layout layout_of(Format format) {
     case Format::E4M3: return {3, 7, 0x7E, 0x7F, false};
     case Format::E5M2: return {2, 15, 0x7B, 0x7F, true};
   }
-  throw std::invalid_argument("unknown FP8 format " +
-                              std::to_string(static_cast<int>(format)));
+  throw std::invalid_argument(fmt::format("unknown FP8 format {}", static_cast<int>(format)));
 }
 
 // value / 2^shift rounded to nearest, ties to even. value < 2^31 and shift >= 1.

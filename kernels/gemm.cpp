@@ -1,5 +1,7 @@
 #include "kernels/gemm.hpp"
 
+#include <fmt/core.h>
+
 #include <stdexcept>
 #include <string>
 
@@ -8,8 +10,7 @@ namespace {
 
 void require_buffer(const void* data, std::size_t rows, std::size_t cols, const char* name) {
   if (data == nullptr && rows != 0 && cols != 0) {
-    throw std::invalid_argument(std::string("gemm_tn: null ") + name + " for " +
-                                std::to_string(rows) + " x " + std::to_string(cols));
+    throw std::invalid_argument(fmt::format("gemm_tn: null {} for {} x {}", name, rows, cols));
   }
 }
 

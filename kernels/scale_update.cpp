@@ -1,5 +1,7 @@
 #include "kernels/scale_update.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -74,35 +76,32 @@ float unfused_slot(SlotHistory h, float reduced, float previous_scale, AmaxCompu
 
 void check_arguments(const std::vector<ScalingMeta*>& metas,
                      const std::vector<float>& reduced_amax, const ScaleUpdateRecipe& recipe) {
-  const std::string what = "update_scales";
   if (recipe.margin < 0) {
-    throw std::invalid_argument(what + ": margin must be >= 0, got " +
-                                std::to_string(recipe.margin));
+    throw std::invalid_argument(fmt::format("update_scales: margin must be >= 0, got {}", recipe.margin));
   }
   if (recipe.algo != AmaxComputeAlgo::Max && recipe.algo != AmaxComputeAlgo::MostRecent) {
-    throw std::invalid_argument(what + ": unknown amax_compute_algo " +
-                                std::to_string(static_cast<int>(recipe.algo)));
+    throw std::invalid_argument(
+        fmt::format("update_scales: unknown amax_compute_algo {}", static_cast<int>(recipe.algo)));
   }
   if (recipe.path != UpdatePath::Fused && recipe.path != UpdatePath::Unfused) {
-    throw std::invalid_argument(what + ": unknown update path " +
-                                std::to_string(static_cast<int>(recipe.path)));
+    throw std::invalid_argument(fmt::format("update_scales: unknown update path {}", static_cast<int>(recipe.path)));
   }
   (void)fp8_max(recipe.format);  // throws on an unknown format
   std::size_t slots = 0;
   for (std::size_t i = 0; i < metas.size(); ++i) {
-    const std::string which = what + ", meta " + std::to_string(i);
-    if (metas[i] == nullptr) throw std::invalid_argument(which + ": null");
+    const std::string which = fmt::format("update_scales, meta {}", i);
+    if (metas[i] == nullptr) throw std::invalid_argument(fmt::format("{}: null", which));
     metas[i]->check(which.c_str());
     slots += metas[i]->slots();
   }
   std::vector<const ScalingMeta*> sorted(metas.begin(), metas.end());
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    throw std::invalid_argument(what + ": a meta appears twice; it would be updated twice");
+    throw std::invalid_argument("update_scales: a meta appears twice; it would be updated twice");
   }
   if (reduced_amax.size() != slots) {
-    throw std::invalid_argument(what + ": " + std::to_string(reduced_amax.size()) +
-                                " reduced amaxes for " + std::to_string(slots) + " slots");
+    throw std::invalid_argument(
+        fmt::format("update_scales: {} reduced amaxes for {} slots", reduced_amax.size(), slots));
   }
 }
 
@@ -111,8 +110,8 @@ void check_arguments(const std::vector<ScalingMeta*>& metas,
 std::vector<float> current_amaxes(const std::vector<ScalingMeta*>& metas) {
   std::vector<float> current;
   for (std::size_t i = 0; i < metas.size(); ++i) {
-    const std::string which = "current_amaxes, meta " + std::to_string(i);
-    if (metas[i] == nullptr) throw std::invalid_argument(which + ": null");
+    const std::string which = fmt::format("current_amaxes, meta {}", i);
+    if (metas[i] == nullptr) throw std::invalid_argument(fmt::format("{}: null", which));
     metas[i]->check(which.c_str());
     for (std::size_t slot = 0; slot < metas[i]->slots(); ++slot) {
       current.push_back(metas[i]->amax(0, slot));

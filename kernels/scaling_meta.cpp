@@ -1,5 +1,7 @@
 #include "kernels/scaling_meta.hpp"
 
+#include <fmt/core.h>
+
 #include <stdexcept>
 #include <string>
 
@@ -16,13 +18,11 @@ ScalingMeta ScalingMeta::fresh(std::size_t history_length, std::size_t slots) {
 
 void ScalingMeta::check(const char* what) const {
   if (history_length < 1) {
-    throw std::invalid_argument(std::string(what) +
-                                ": amax history length must be at least 1, got 0");
+    throw std::invalid_argument(fmt::format("{}: amax history length must be at least 1, got 0", what));
   }
   if (amax_history.size() != history_length * slots()) {
-    throw std::invalid_argument(std::string(what) + ": amax_history has " +
-                                std::to_string(amax_history.size()) + " entries, expected " +
-                                std::to_string(history_length) + " x " + std::to_string(slots()));
+    throw std::invalid_argument(fmt::format("{}: amax_history has {} entries, expected {} x {}", what,
+                                            amax_history.size(), history_length, slots()));
   }
 }
 

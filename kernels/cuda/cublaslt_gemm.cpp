@@ -3,6 +3,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <fmt/core.h>
+
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -15,7 +17,7 @@ namespace {
 
 void check_lt(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(what) + ": cuBLASLt status " + std::to_string(static_cast<int>(status)));
+    throw std::runtime_error(fmt::format("{}: cuBLASLt status {}", what, static_cast<int>(status)));
   }
 }
 
@@ -41,7 +43,7 @@ constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 
 CublasLtGemm::CublasLtGemm() {
   const DeviceStatus& device = device_status();
-  if (!device.usable) throw std::runtime_error("CublasLtGemm: " + device.why);
+  if (!device.usable) throw std::runtime_error(fmt::format("CublasLtGemm: {}", device.why));
   cublasLtHandle_t handle = nullptr;
   check_lt(cublasLtCreate(&handle), "cublasLtCreate");
   handle_ = handle;
@@ -66,9 +68,8 @@ void CublasLtGemm::gemm_tn(const std::uint8_t* a, Format a_format, const float* 
                            Format b_format, const float* b_scale_inv, std::size_t m, std::size_t n, std::size_t k,
                            float* c, void* stream) {
   if (!supports(m, n, k, a_format, b_format)) {
-    throw std::invalid_argument("CublasLtGemm: " + std::to_string(m) + " x " + std::to_string(n) + " x " +
-                                std::to_string(k) + " in " + format_name(a_format) + " x " + format_name(b_format) +
-                                " is not an FP8 problem cuBLASLt takes");
+    throw std::invalid_argument(fmt::format("CublasLtGemm: {} x {} x {} in {} x {} is not an FP8 problem cuBLASLt takes",
+                                            m, n, k, format_name(a_format), format_name(b_format)));
   }
   Descriptors d;
   check_lt(cublasLtMatmulDescCreate(&d.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");

@@ -3,13 +3,15 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <fmt/core.h>
+
 #include <stdexcept>
 
 namespace fp8sm::kernels::cuda {
 
 void check_cuda(int status, const char* what) {
   if (status != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(static_cast<cudaError_t>(status)));
+    throw std::runtime_error(fmt::format("{}: {}", what, cudaGetErrorString(static_cast<cudaError_t>(status))));
   }
 }
 
@@ -28,13 +30,14 @@ bool driver_library_present() {
 std::string why_no_device(cudaError_t error) {
   const std::string runtime_says = error == cudaSuccess ? "no device" : cudaGetErrorString(error);
   if (error == cudaSuccess || error == cudaErrorNoDevice) {
-    return "no usable CUDA device: this machine has no NVIDIA GPU (CUDA runtime: " + runtime_says + ")";
+    return fmt::format("no usable CUDA device: this machine has no NVIDIA GPU (CUDA runtime: {})", runtime_says);
   }
   if (error == cudaErrorInsufficientDriver && !driver_library_present()) {
-    return "no usable CUDA device: no NVIDIA driver is installed (libcuda.so.1 cannot be loaded), so there is no "
-           "GPU to use here (CUDA runtime: " + runtime_says + ")";
+    return fmt::format("no usable CUDA device: no NVIDIA driver is installed (libcuda.so.1 cannot be loaded), so there "
+                       "is no GPU to use here (CUDA runtime: {})",
+                       runtime_says);
   }
-  return "no usable CUDA device: " + runtime_says;
+  return fmt::format("no usable CUDA device: {}", runtime_says);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "kernels/cuda/device.hpp"
 
+#include <fmt/core.h>
+
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -51,13 +53,14 @@ bool Device::takes_vectorized_cast(const void* in, bool bf16, std::size_t count,
 void Device::cast(const void* in, bool bf16, std::size_t count, float scale, Format format, std::uint8_t* out,
                   float* amax, void* stream) const {
   if (count == 0) return;
-  const std::string kind = std::string(bf16 ? "bf16_" : "f32_") + suffix(format);
+  const char* input = bf16 ? "bf16" : "f32";
   unsigned long long n = count;
   void* args[] = {&in, &n, &scale, &out, &amax};
   if (takes_vectorized_cast(in, bf16, count, out)) {
-    launch("fp8sm_cast_vec_" + kind, elementwise(count / 4), args, stream);  // a thread per 4 values
+    // A thread per 4 values.
+    launch(fmt::format("fp8sm_cast_vec_{}_{}", input, suffix(format)), elementwise(count / 4), args, stream);
   } else {
-    launch("fp8sm_cast_" + kind, elementwise(count), args, stream);
+    launch(fmt::format("fp8sm_cast_{}_{}", input, suffix(format)), elementwise(count), args, stream);
   }
 }
 
@@ -80,7 +83,7 @@ void Device::cast_transpose(const void* in, bool bf16, std::size_t rows, std::si
   auto r = static_cast<unsigned>(rows);
   auto c = static_cast<unsigned>(cols);
   void* args[] = {&in, &r, &c, &scale, &out, &out_t, &amax};
-  const std::string kind = std::string(bf16 ? "bf16_" : "f32_") + suffix(format);
+  const char* input = bf16 ? "bf16" : "f32";
   LaunchShape shape;
   if (vectorized) {
     // One block per 64 x 64 tile, 16 x 16 threads (cast_transpose.cu).
@@ -88,14 +91,14 @@ void Device::cast_transpose(const void* in, bool bf16, std::size_t rows, std::si
     shape.grid[1] = (r + 63) / 64;
     shape.block[0] = 16;
     shape.block[1] = 16;
-    launch("fp8sm_cast_transpose_vec_" + kind, shape, args, stream);
+    launch(fmt::format("fp8sm_cast_transpose_vec_{}_{}", input, suffix(format)), shape, args, stream);
   } else {
     // One block per 32 x 32 tile, 32 x 8 threads.
     shape.grid[0] = (c + 31) / 32;
     shape.grid[1] = (r + 31) / 32;
     shape.block[0] = 32;
     shape.block[1] = 8;
-    launch("fp8sm_cast_transpose_" + kind, shape, args, stream);
+    launch(fmt::format("fp8sm_cast_transpose_{}_{}", input, suffix(format)), shape, args, stream);
   }
 }
 
@@ -104,7 +107,7 @@ void Device::dequantize(const std::uint8_t* in, std::size_t count, Format format
   if (count == 0) return;
   unsigned long long n = count;
   void* args[] = {&in, &n, &scale_inv, &out};
-  launch(std::string("fp8sm_dequantize_") + suffix(format), elementwise(count), args, stream);
+  launch(fmt::format("fp8sm_dequantize_{}", suffix(format)), elementwise(count), args, stream);
 }
 
 void Device::gemm_tn_reference(const std::uint8_t* a, Format a_format, float a_scale_inv, const std::uint8_t* b,
@@ -124,7 +127,7 @@ void Device::gemm_tn_reference(const std::uint8_t* a, Format a_format, float a_s
   shape.grid[1] = (mm + 15) / 16;
   shape.block[0] = 16;
   shape.block[1] = 16;
-  launch(std::string("fp8sm_gemm_tn_") + suffix(a_format) + "_" + suffix(b_format), shape, args, stream);
+  launch(fmt::format("fp8sm_gemm_tn_{}_{}", suffix(a_format), suffix(b_format)), shape, args, stream);
 }
 
 void Device::scale_update(float* const* histories, float* const* scales, const float* reduced,
@@ -156,8 +159,8 @@ void Device::update_scales(const std::vector<ScalingMeta*>& metas, const std::ve
     total += m->slots();
   }
   if (reduced.size() != total) {
-    throw std::invalid_argument("Device::update_scales: " + std::to_string(reduced.size()) + " reduced amaxes for " +
-                                std::to_string(total) + " slots");
+    throw std::invalid_argument(
+        fmt::format("Device::update_scales: {} reduced amaxes for {} slots", reduced.size(), total));
   }
   std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
   std::vector<float*> history_pointers, scale_pointers;

@@ -7,6 +7,8 @@
 // operation equals the CPU reference of the same name (kernels/*.hpp) bit for bit.
 #pragma once
 
+#include <fmt/core.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -75,7 +77,7 @@ class Device {
   virtual void gemm_tn_fast(const std::uint8_t* /*a*/, Format /*a_format*/, const float* /*a_scale_inv*/,
                             const std::uint8_t* /*b*/, Format /*b_format*/, const float* /*b_scale_inv*/,
                             std::size_t /*m*/, std::size_t /*n*/, std::size_t /*k*/, float* /*c*/) {
-    throw std::logic_error(name() + ": no fast GEMM");
+    throw std::logic_error(fmt::format("{}: no fast GEMM", name()));
   }
 
   // Every entry point of every kernel source, by file (what a device must load).

@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <fmt/core.h>
+
 #include <stdexcept>
 
 #include "kernels/cuda/cuda_device.hpp"
@@ -10,18 +12,18 @@ namespace fp8sm::kernels::cuda {
 
 GpuDevice::GpuDevice(NvrtcCompiler& compiler, bool fast_gemm) {
   const DeviceStatus& device = device_status();
-  if (!device.usable) throw std::runtime_error("GpuDevice: " + device.why);
+  if (!device.usable) throw std::runtime_error(fmt::format("GpuDevice: {}", device.why));
   arch_ = device.arch;
-  name_ = device.name + " (sm_" + std::to_string(arch_) + ")";
+  name_ = fmt::format("{} (sm_{})", device.name, arch_);
   for (const auto& [program, names] : entry_points()) {
     const CompiledProgram compiled = compiler.compile(program, arch_);
     cudaLibrary_t library = nullptr;
     check_cuda(cudaLibraryLoadData(&library, compiled.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
-               ("cudaLibraryLoadData(" + program + ")").c_str());
+               fmt::format("cudaLibraryLoadData({})", program).c_str());
     libraries_.push_back(library);
     for (const std::string& name : names) {
       cudaKernel_t kernel = nullptr;
-      check_cuda(cudaLibraryGetKernel(&kernel, library, name.c_str()), ("cudaLibraryGetKernel(" + name + ")").c_str());
+      check_cuda(cudaLibraryGetKernel(&kernel, library, name.c_str()), fmt::format("cudaLibraryGetKernel({})", name).c_str());
       kernels_[name] = reinterpret_cast<const void*>(kernel);
     }
   }
@@ -63,13 +65,13 @@ bool GpuDevice::takes_fast_gemm(std::size_t m, std::size_t n, std::size_t k, For
 void GpuDevice::gemm_tn_fast(const std::uint8_t* a, Format a_format, const float* a_scale_inv, const std::uint8_t* b,
                              Format b_format, const float* b_scale_inv, std::size_t m, std::size_t n, std::size_t k,
                              float* c) {
-  if (!lt_) throw std::logic_error(name() + ": made without the fast GEMM");
+  if (!lt_) throw std::logic_error(fmt::format("{}: made without the fast GEMM", name()));
   lt_->gemm_tn(a, a_format, a_scale_inv, b, b_format, b_scale_inv, m, n, k, c);  // throws where it does not apply
 }
 
 void GpuDevice::launch(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const {
   const auto it = kernels_.find(entry);
-  if (it == kernels_.end()) throw std::logic_error("GpuDevice: no kernel " + entry);
+  if (it == kernels_.end()) throw std::logic_error(fmt::format("GpuDevice: no kernel {}", entry));
   const dim3 grid(shape.grid[0], shape.grid[1], shape.grid[2]);
   const dim3 block(shape.block[0], shape.block[1], shape.block[2]);
   check_cuda(cudaLaunchKernel(it->second, grid, block, args, 0, static_cast<cudaStream_t>(stream)), entry.c_str());

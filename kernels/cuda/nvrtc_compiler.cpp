@@ -2,13 +2,14 @@
 
 #include <nvrtc.h>
 #include <xxhash.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
+#include <iterator>
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,7 +21,7 @@ const std::vector<std::pair<std::string, std::string>>& embedded_kernel_files();
 namespace {
 
 void check(nvrtcResult result, const std::string& what) {
-  if (result != NVRTC_SUCCESS) throw std::runtime_error(what + ": " + nvrtcGetErrorString(result));
+  if (result != NVRTC_SUCCESS) throw std::runtime_error(fmt::format("{}: {}", what, nvrtcGetErrorString(result)));
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -30,10 +31,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 std::string default_cache_dir() {
   if (const char* dir = std::getenv("FP8SM_KERNEL_CACHE"); dir != nullptr && *dir != '\0') return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return std::string(xdg) + "/fp8sm/kernels";
+    return fmt::format("{}/fp8sm/kernels", xdg);
   }
   if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    return std::string(home) + "/.cache/fp8sm/kernels";
+    return fmt::format("{}/.cache/fp8sm/kernels", home);
   }
   return "-";
 }
@@ -52,14 +53,12 @@ bool make_directories(const std::string& path) {
 // A hash of everything the CUBIN depends on: every kernel file (headers included), the
 // options, the architecture, NVRTC's version.
 std::string cache_key(const std::string& program, int arch) {
-  std::string material = program + '\0' + std::to_string(arch) + '\0' + NvrtcCompiler::nvrtc_version() + '\0';
+  // NUL-separated, so that no two lists of parts read the same.
+  std::string material = program + '\0' + fmt::to_string(arch) + '\0' + NvrtcCompiler::nvrtc_version() + '\0';
   for (const std::string& option : NvrtcCompiler::options()) material += option + '\0';
   for (const auto& [name, text] : kernel_files()) material += name + '\0' + text + '\0';
   const XXH128_hash_t hash = XXH3_128bits(material.data(), material.size());
-  char hex[40];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(hash.high64),
-                static_cast<unsigned long long>(hash.low64));
-  return program.substr(0, program.size() - 3) + "-sm" + std::to_string(arch) + "-" + hex;
+  return fmt::format("{}-sm{}-{:016x}{:016x}", program.substr(0, program.size() - 3), arch, hash.high64, hash.low64);
 }
 
 }  // namespace
@@ -84,7 +83,7 @@ std::string NvrtcCompiler::nvrtc_version() {
   int major = 0;
   int minor = 0;
   check(nvrtcVersion(&major, &minor), "nvrtcVersion");
-  return std::to_string(major) + "." + std::to_string(minor);
+  return fmt::format("{}.{}", major, minor);
 }
 
 NvrtcCompiler::NvrtcCompiler(std::string cache_dir)
@@ -94,7 +93,7 @@ CompiledProgram NvrtcCompiler::compile(const std::string& program, int arch) {
   const auto& files = kernel_files();
   const auto source = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.first == program; });
   if (source == files.end() || !ends_with(program, ".cu")) {
-    throw std::invalid_argument("NvrtcCompiler: no kernel program named '" + program + "'");
+    throw std::invalid_argument(fmt::format("NvrtcCompiler: no kernel program named '{}'", program));
   }
   const std::string key = cache_key(program, arch);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -103,13 +102,11 @@ CompiledProgram NvrtcCompiler::compile(const std::string& program, int arch) {
     cached.from_cache = true;
     return cached;
   }
-  const std::string path = cache_dir_ == "-" ? "" : cache_dir_ + "/" + key + ".cubin";
+  const std::string path = cache_dir_ == "-" ? "" : fmt::format("{}/{}.cubin", cache_dir_, key);
   if (!path.empty()) {
     std::ifstream in(path, std::ios::binary);
     if (in) {
-      std::ostringstream bytes;
-      bytes << in.rdbuf();
-      CompiledProgram cached{bytes.str(), "", true};
+      CompiledProgram cached{std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), "", true};
       if (!cached.cubin.empty()) {
         memory_[key] = cached;
         return cached;
@@ -128,9 +125,9 @@ CompiledProgram NvrtcCompiler::compile(const std::string& program, int arch) {
   nvrtcProgram handle = nullptr;
   check(nvrtcCreateProgram(&handle, source->second.c_str(), program.c_str(), static_cast<int>(header_texts.size()),
                            header_texts.data(), header_names.data()),
-        "nvrtcCreateProgram(" + program + ")");
+        fmt::format("nvrtcCreateProgram({})", program));
   std::vector<std::string> all_options = options();
-  all_options.push_back("--gpu-architecture=sm_" + std::to_string(arch));
+  all_options.push_back(fmt::format("--gpu-architecture=sm_{}", arch));
   std::vector<const char*> option_pointers;
   for (const std::string& o : all_options) option_pointers.push_back(o.c_str());
   const nvrtcResult compiled = nvrtcCompileProgram(handle, static_cast<int>(option_pointers.size()), option_pointers.data());
@@ -141,7 +138,7 @@ CompiledProgram NvrtcCompiler::compile(const std::string& program, int arch) {
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   if (compiled != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&handle);
-    throw std::runtime_error("NVRTC could not compile " + program + " for sm_" + std::to_string(arch) + ":\n" + log);
+    throw std::runtime_error(fmt::format("NVRTC could not compile {} for sm_{}:\n{}", program, arch, log));
   }
   std::size_t cubin_size = 0;
   check(nvrtcGetCUBINSize(handle, &cubin_size), "nvrtcGetCUBINSize");
@@ -152,7 +149,7 @@ CompiledProgram NvrtcCompiler::compile(const std::string& program, int arch) {
   memory_[key] = result;
   if (!path.empty() && make_directories(cache_dir_)) {
     // Written aside and renamed: a concurrent reader never sees half a CUBIN.
-    const std::string temporary = path + ".tmp" + std::to_string(::getpid());
+    const std::string temporary = fmt::format("{}.tmp{}", path, ::getpid());
     std::ofstream out(temporary, std::ios::binary);
     out.write(result.cubin.data(), static_cast<std::streamsize>(result.cubin.size()));
     out.close();

@@ -1,5 +1,7 @@
 #include "kernels/cuda/host_emulation/emulated_device.hpp"
 
+#include <fmt/core.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -58,7 +60,7 @@ void EmulatedDevice::download(void* host, const void* device, std::size_t bytes)
 void EmulatedDevice::launch(const std::string& entry, const LaunchShape& shape, void** args, void* /*stream*/) const {
   const auto& kernels = emulation::host_kernels();
   const auto it = kernels.find(entry);
-  if (it == kernels.end()) throw std::logic_error("EmulatedDevice: no kernel " + entry);
+  if (it == kernels.end()) throw std::logic_error(fmt::format("EmulatedDevice: no kernel {}", entry));
   const emulation::HostKernel& kernel = it->second;
   ++launches_[entry];
   emulation::run_grid({shape.grid[0], shape.grid[1], shape.grid[2]}, {shape.block[0], shape.block[1], shape.block[2]},
@@ -78,8 +80,8 @@ void EmulatedDevice::check_guards(const std::string& after) const {
       // Reported once: the guards are whole again for the next launch.
       std::memset(base, kGuardPattern, kGuardBytes);
       std::memset(base + kGuardBytes + bytes, kGuardPattern, kGuardBytes);
-      throw emulation::KernelFault("CUDA host emulation: " + after + " wrote outside a buffer of " +
-                                   std::to_string(bytes) + " bytes");
+      throw emulation::KernelFault(
+          fmt::format("CUDA host emulation: {} wrote outside a buffer of {} bytes", after, bytes));
     }
   }
 }

@@ -2,6 +2,8 @@
 
 #include <ucontext.h>
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -73,14 +75,12 @@ void wait_at(Waiting what, const char* site) {
 std::string thread_name(const BlockRun& run, std::size_t linear) {
   const Index3& t = run.threads[linear].index;
   const Index3& b = run.block_index;
-  return "thread (" + std::to_string(t.x) + "," + std::to_string(t.y) + "," + std::to_string(t.z) + ") of block (" +
-         std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z) + ")";
+  return fmt::format("thread ({},{},{}) of block ({},{},{})", t.x, t.y, t.z, b.x, b.y, b.z);
 }
 
 std::string what_it_does(const Thread& t) {
   if (t.returned) return "has returned";
-  return std::string(t.waiting == Waiting::Block ? "waits at __syncthreads() at " : "waits at a warp barrier at ") +
-         t.site;
+  return fmt::format("waits at {} at {}", t.waiting == Waiting::Block ? "__syncthreads()" : "a warp barrier", t.site);
 }
 
 bool same_place(const Thread& a, const Thread& b) {
@@ -101,9 +101,9 @@ bool release_warps(BlockRun& run) {
     for (std::size_t i = first; i < end; ++i) {
       if (!same_place(run.threads[i], *shuffling)) {
         const auto lane = static_cast<std::size_t>(shuffling - run.threads.begin());
-        throw KernelFault("CUDA host emulation: a full-warp shuffle that not every lane reaches: " +
-                          thread_name(run, lane) + " " + what_it_does(*shuffling) + ", " + thread_name(run, i) + " " +
-                          what_it_does(run.threads[i]));
+        throw KernelFault(fmt::format("CUDA host emulation: a full-warp shuffle that not every lane reaches: {} {}, {} {}",
+                                      thread_name(run, lane), what_it_does(*shuffling), thread_name(run, i),
+                                      what_it_does(run.threads[i])));
       }
     }
     for (std::size_t i = first; i < end; ++i) run.threads[i].waiting = Waiting::Nothing;
@@ -120,9 +120,10 @@ void release_block(BlockRun& run) {
   while (run.threads[waiting].returned) ++waiting;  // one has not returned: run_block checked
   for (std::size_t i = 0; i < run.threads.size(); ++i) {
     if (!same_place(run.threads[i], run.threads[waiting])) {
-      throw KernelFault("CUDA host emulation: a __syncthreads() that not every thread of the block reaches: " +
-                        thread_name(run, waiting) + " " + what_it_does(run.threads[waiting]) + ", " +
-                        thread_name(run, i) + " " + what_it_does(run.threads[i]));
+      throw KernelFault(
+          fmt::format("CUDA host emulation: a __syncthreads() that not every thread of the block reaches: {} {}, {} {}",
+                      thread_name(run, waiting), what_it_does(run.threads[waiting]), thread_name(run, i),
+                      what_it_does(run.threads[i])));
     }
   }
   for (Thread& t : run.threads) t.waiting = Waiting::Nothing;
