@@ -1,5 +1,7 @@
 #include "explorer/alphabet.hpp"
 
+#include <fmt/core.h>
+
 #include <string>
 
 namespace fp8sm::explorer {
@@ -38,7 +40,7 @@ void next_statements(const ProgramFacts& facts, const AlphabetOptions& options, 
 spec::Program program_of(const std::vector<Statement>& statements, const AlphabetOptions& options) {
   spec::Program program;
   program.statements = statements;
-  for (int m = 0; m < options.modules; ++m) program.module_names.push_back("L" + std::to_string(m));
+  for (int m = 0; m < options.modules; ++m) program.module_names.push_back(fmt::format("L{}", m));
   for (int t = 0; t < options.tapes; ++t) program.tape_names.push_back(std::string(1, static_cast<char>('A' + t)));
   return program;
 }

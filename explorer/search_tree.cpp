@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "spec/format.hpp"
+
 namespace fp8sm::explorer {
 
 namespace {
@@ -12,8 +14,7 @@ constexpr unsigned kSaveBase = 128;
 constexpr unsigned kBackwardBase = 160;
 
 [[noreturn]] void does_not_fit(const spec::Statement& s) {
-  throw std::invalid_argument("statement (op " + std::to_string(static_cast<int>(s.op)) + ", name " + std::to_string(s.name) +
-                              ") does not fit the search tree's one-byte code");
+  throw std::invalid_argument(fmt::format("statement '{}' does not fit the search tree's one-byte code", s));
 }
 }  // namespace
 

@@ -1,11 +1,12 @@
 #include "explorer/verdict.hpp"
 
+#include "spec/format.hpp"
 #include "spec/step_result.hpp"
 
 namespace fp8sm::explorer {
 
 namespace {
-std::string module_name(std::uint16_t m) { return "module #" + std::to_string(m); }
+std::string module_name(std::uint16_t m) { return fmt::format("module #{}", m); }
 const char* scope_name(std::uint16_t recompute) { return recompute != 0 ? "recompute" : "outermost autocast"; }
 }  // namespace
 
@@ -24,36 +25,36 @@ std::string describe(const Violation& v) {
     case Reason::NoBackwardUpdateInPass:
       return "a backward pass ran FP8 module backwards but made no backward update";
     case Reason::LiveOwners:
-      return std::to_string(v.a) + " live owners of the backward update in one " + scope_name(v.b);
+      return fmt::format("{} live owners of the backward update in one {}", v.a, scope_name(v.b));
     case Reason::OwnershipRevived:
       return "ownership revived inside a scope whose owner is still live";
     case Reason::BitLeavesScopeTrue:
-      return std::string("the ownership bit leaves a ") + scope_name(v.b) + " true where it entered false";
+      return fmt::format("the ownership bit leaves a {} true where it entered false", scope_name(v.b));
     case Reason::StashLeftAtStepEnd:
-      return module_name(v.a) + " ends the step with " + std::to_string(v.b) + " stash entries never popped";
+      return fmt::format("{} ends the step with {} stash entries never popped", module_name(v.a), v.b);
     case Reason::KeptStashOfDroppedCheckpoint:
-      return "a checkpoint that can never be recomputed again keeps " + std::to_string(v.a) + " stash entries";
+      return fmt::format("a checkpoint that can never be recomputed again keeps {} stash entries", v.a);
     case Reason::FifoLeftAtStepEnd:
-      return "the captured-bit FIFO ends the step with " + std::to_string(v.a) + " entries";
+      return fmt::format("the captured-bit FIFO ends the step with {} entries", v.a);
     case Reason::PopFoundNothing:
-      return std::string("a pop found nothing to pop (") + spec::name(static_cast<spec::ExceptionKind>(v.a)) + ": " +
-             std::string(v.text) + ")";
+      return fmt::format("a pop found nothing to pop ({}: {})", static_cast<spec::ExceptionKind>(v.a), v.text);
     case Reason::BitFromAnotherCheckpoint:
       return "a recompute installed the ownership bit captured by another checkpoint";
     case Reason::UnpairedStashPop:
-      return module_name(v.a) + " popped a stash entry that its own checkpoint's recompute in this step did not push";
+      return fmt::format("{} popped a stash entry that its own checkpoint's recompute in this step did not push",
+                         module_name(v.a));
     case Reason::ReplayOutsideRecompute:
-      return module_name(v.a) + " replayed a stash entry outside its own checkpoint's recompute";
+      return fmt::format("{} replayed a stash entry outside its own checkpoint's recompute", module_name(v.a));
     case Reason::ReplayNeverKept:
-      return module_name(v.a) + " replayed a stash entry its checkpoint never kept";
+      return fmt::format("{} replayed a stash entry its checkpoint never kept", module_name(v.a));
     case Reason::FoldsRecomputeAmax:
       return "a forward update folds an amax produced by a recompute";
     case Reason::FoldsEarlierStepAmax:
       return "a forward update folds an amax from an earlier step";
     case Reason::RecomputeChangesScaling:
-      return "a recompute leaves " + module_name(v.a) + "'s forward scaling changed";
+      return fmt::format("a recompute leaves {}'s forward scaling changed", module_name(v.a));
     case Reason::RecomputeSeesOtherScaling:
-      return "a recompute of " + module_name(v.a) + " sees other forward scaling than its original forward";
+      return fmt::format("a recompute of {} sees other forward scaling than its original forward", module_name(v.a));
     case Reason::CheckpointFlagsLeftSet:
       return "the checkpoint region/phase flags stay set after a top-level statement";
     case Reason::Fp8LeftEnabled:
@@ -65,16 +66,15 @@ std::string describe(const Violation& v) {
     case Reason::TransparencyRaises:
       return "raises where the program without checkpoints does not (or the reverse)";
     case Reason::TransparencyCounts:
-      return "counts " + std::to_string(v.a) + "/" + std::to_string(v.b) + " where the program without checkpoints gives " +
-             std::to_string(v.c) + "/" + std::to_string(v.d);
+      return fmt::format("counts {}/{} where the program without checkpoints gives {}/{}", v.a, v.b, v.c, v.d);
     case Reason::TransparencyNumerics:
       return "amax histories or scales differ from the program without checkpoints";
     case Reason::CastButNotRegistered:
-      return module_name(v.a) + " cast in FP8 but is not registered";
+      return fmt::format("{} cast in FP8 but is not registered", module_name(v.a));
     case Reason::RegisteredTwice:
-      return module_name(v.a) + " registered twice";
+      return fmt::format("{} registered twice", module_name(v.a));
     case Reason::RegisteredInRecompute:
-      return module_name(v.a) + " first registered during a recompute";
+      return fmt::format("{} first registered during a recompute", module_name(v.a));
   }
   return "?";
 }
