@@ -7,9 +7,11 @@
 //
 //   bench/deep_programs [--statements N] [--semantics fp8sm|upstream|pr3213]
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <string>
 
 #include "explorer/scenario_run.hpp"
@@ -24,7 +26,7 @@ std::string nested_blocks(int depth, int repeats) {
   static const char* const kinds[] = {"autocast on {", "try {", "no_grad {", "autocast off {"};
   std::string text;
   for (int r = 0; r < repeats; ++r) {
-    for (int i = 0; i < depth; ++i) text += std::string(kinds[i % 4]) + "\nlinear L" + std::to_string(i % 3) + "\n";
+    for (int i = 0; i < depth; ++i) fmt::format_to(std::back_inserter(text), "{}\nlinear L{}\n", kinds[i % 4], i % 3);
     for (int i = 0; i < depth; ++i) text += "}\n";
     text += "backward\n";
   }
@@ -34,8 +36,8 @@ std::string nested_blocks(int depth, int repeats) {
 std::string nested_checkpoints(int depth) {
   std::string text = "autocast on {\n";
   for (int i = 0; i < depth; ++i) {
-    text += std::string(i % 2 == 0 ? "checkpoint reentrant {" : "checkpoint nonreentrant {") + "\nlinear L" +
-            std::to_string(i % 3) + "\n";
+    fmt::format_to(std::back_inserter(text), "checkpoint {} {{\nlinear L{}\n", i % 2 == 0 ? "reentrant" : "nonreentrant",
+                   i % 3);
   }
   for (int i = 0; i < depth; ++i) text += "}\n";
   return text + "}\nbackward\n";
@@ -46,8 +48,8 @@ void measure(const char* what, const std::string& text, fp8sm::spec::Semantics s
   const auto start = Clock::now();
   const auto report = fp8sm::explorer::run_scenario(program, semantics);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("%-28s %9zu statements  %8.3f s  %7.3f us/statement\n", what, program.statements.size(), seconds,
-              1e6 * seconds / static_cast<double>(program.statements.size()));
+  fmt::print("{:<28} {:9} statements  {:8.3f} s  {:7.3f} us/statement\n", what, program.statements.size(), seconds,
+             1e6 * seconds / static_cast<double>(program.statements.size()));
   (void)report;
 }
 
@@ -62,15 +64,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const auto parsed = fp8sm::spec::parse_semantics(semantics);
   if (!parsed || statements < 4000) {
-    std::fprintf(stderr, "deep_programs: error: unknown semantics or fewer than 4000 statements\n");
+    fmt::print(stderr, "deep_programs: error: unknown semantics or fewer than 4000 statements\n");
     return 2;
   }
   for (int depth : {10, 100, 1000}) {
-    const std::string what = "blocks " + std::to_string(depth) + " deep";
+    const std::string what = fmt::format("blocks {} deep", depth);
     measure(what.c_str(), nested_blocks(depth, statements / (3 * depth + 1)), *parsed);
   }
   for (int depth : {16, 32, 64}) {
-    const std::string what = "checkpoints " + std::to_string(depth) + " deep";
+    const std::string what = fmt::format("checkpoints {} deep", depth);
     measure(what.c_str(), nested_checkpoints(depth), *parsed);
   }
   return 0;

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -62,16 +63,16 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const auto& device = fp8sm::kernels::cuda::device_status();
   if (!device.usable) {
-    std::fprintf(stderr, "kernel_bandwidth: %s\n", device.why.c_str());
+    fmt::print(stderr, "kernel_bandwidth: {}\n", device.why);
     return 3;
   }
-  std::printf("%s (sm_%d)\n", device.name.c_str(), device.arch);
+  fmt::print("{} (sm_{})\n", device.name, device.arch);
   fp8sm::kernels::cuda::NvrtcCompiler compiler;
   fp8sm::kernels::cuda::GpuDevice gpu(compiler);
 
   // Each cast twice: the vectorized kernel these square shapes get, and the kernel for any shape.
-  std::printf("%-7s %10s %22s %22s %22s %22s\n", "size", "copy GB/s", "cast vec GB/s (copy)", "cast any GB/s (copy)",
-              "c-t vec GB/s (copy)", "c-t any GB/s (copy)");
+  fmt::print("{:<7} {:>10} {:>22} {:>22} {:>22} {:>22}\n", "size", "copy GB/s", "cast vec GB/s (copy)",
+             "cast any GB/s (copy)", "c-t vec GB/s (copy)", "c-t any GB/s (copy)");
   for (std::size_t side : {4096u, 8192u, 16384u}) {
     const std::size_t n = side * side;
     DeviceBuffer<float> in(gpu, n), copy(gpu, n), amax(gpu, 1);
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
     const double copy_ms = time_ms(repeats, [&] { cudaMemcpy(copy.get(), in.get(), n * 4, cudaMemcpyDeviceToDevice); });
     const auto elements = static_cast<double>(n);
     const double copy_gbs = 2.0 * elements * 4 / (copy_ms * 1e6);  // read + write
-    std::printf("%-7zu %10.0f", side, copy_gbs);
+    fmt::print("{:<7} {:10.0f}", side, copy_gbs);
     for (bool cast_transpose : {false, true}) {
       for (bool vectorized : {true, false}) {
         gpu.set_vectorized(vectorized);
@@ -91,19 +92,19 @@ int main(int argc, char** argv) {
           }
         });
         const double gbs = (cast_transpose ? 6.0 : 5.0) * elements / (ms * 1e6);  // 4 read, 1 or 2 written
-        std::printf(" %15.0f (%4.2f)", gbs, gbs / copy_gbs);
+        fmt::print(" {:15.0f} ({:4.2f})", gbs, gbs / copy_gbs);
       }
     }
-    std::printf("\n");
+    fmt::print("\n");
   }
   gpu.set_vectorized(true);
 
   // The update reads and writes every history row once: with TE's default history of 1024 rows,
   // 4096 tensors of 3 slots move 100 MB, about 21 µs at H200's 4.8 TB/s, so the 20 µs target
   // is printed for a 16-row history too.
-  std::printf("\n%-10s %16s %16s\n", "tensors", "update us L=16", "update us L=1024");
+  fmt::print("\n{:<10} {:>16} {:>16}\n", "tensors", "update us L=16", "update us L=1024");
   for (unsigned tensors : {64u, 512u, 4096u}) {
-    std::printf("%-10u", tensors);
+    fmt::print("{:<10}", tensors);
     for (unsigned length : {16u, 1024u}) {
       const unsigned slots = 3;
       std::vector<std::unique_ptr<DeviceBuffer<float>>> histories, scales;
@@ -125,12 +126,12 @@ int main(int argc, char** argv) {
         gpu.scale_update(d_hp.get(), d_sp.get(), d_reduced.get(), d_begin.get(), tensors, begin.back(), length,
                          recipe);
       });
-      std::printf(" %16.1f", ms * 1000.0);
+      fmt::print(" {:16.1f}", ms * 1000.0);
     }
-    std::printf("\n");
+    fmt::print("\n");
   }
 
-  std::printf("\n%-8s %12s\n", "m=n=k", "TFLOP/s");
+  fmt::print("\n{:<8} {:>12}\n", "m=n=k", "TFLOP/s");
   fp8sm::kernels::cuda::CublasLtGemm gemm;
   for (std::size_t side : {4096u, 8192u}) {
     DeviceBuffer<std::uint8_t> a(gpu, side * side), b(gpu, side * side);
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
       gemm.gemm_tn(a.get(), Format::E4M3, scale.get(), b.get(), Format::E4M3, scale.get(), side, side, side, c.get());
     });
     const auto edge = static_cast<double>(side);
-    std::printf("%-8zu %12.0f\n", side, 2.0 * edge * edge * edge / (ms * 1e9));
+    fmt::print("{:<8} {:12.0f}\n", side, 2.0 * edge * edge * edge / (ms * 1e9));
   }
   return 0;
 }

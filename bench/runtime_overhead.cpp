@@ -5,6 +5,7 @@
 //
 //   bench/runtime_overhead [--layers N] [--width W] [--batch B] [--steps S] [--replays R]
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
@@ -35,7 +36,7 @@ Figures measure(Arrangement arrangement, int layers, std::size_t width, std::siz
   rt::Context ctx(recipe);
   std::vector<std::unique_ptr<rt::Linear>> modules;
   for (int i = 0; i < layers; ++i) {
-    modules.push_back(std::make_unique<rt::Linear>(ctx, "L" + std::to_string(i), width, width, static_cast<std::uint64_t>(i)));
+    modules.push_back(std::make_unique<rt::Linear>(ctx, fmt::format("L{}", i), width, width, static_cast<std::uint64_t>(i)));
   }
   const Matrix x(batch, width, 0.125f);
   const Matrix grad(batch, width, 0.01f);
@@ -104,12 +105,12 @@ int main(int argc, char** argv) {
   app.add_option("--replays", replays, "replays of one step's events on the bare machine (default 20000)");
   CLI11_PARSE(app, argc, argv);
   if (layers < 1 || width < 1 || batch < 1 || steps < 1 || replays < 1) {
-    std::fprintf(stderr, "runtime_overhead: error: every option must be 1 or more\n");
+    fmt::print(stderr, "runtime_overhead: error: every option must be 1 or more\n");
     return 2;
   }
-  std::printf("layers %d, width %zu, batch %zu, CPU backend, fp8sm\n", layers, width, batch);
-  std::printf("%-24s %12s %10s %16s %18s %12s %10s\n", "checkpointing", "events/step", "ns/event", "machine us/step",
-              "ns/module/step", "step us", "fraction");
+  fmt::print("layers {}, width {}, batch {}, CPU backend, fp8sm\n", layers, width, batch);
+  fmt::print("{:<24} {:>12} {:>10} {:>16} {:>18} {:>12} {:>10}\n", "checkpointing", "events/step", "ns/event",
+             "machine us/step", "ns/module/step", "step us", "fraction");
   const struct {
     const char* name;
     Arrangement arrangement;
@@ -119,8 +120,9 @@ int main(int argc, char** argv) {
   for (const auto& row : rows) {
     const Figures f = measure(row.arrangement, layers, width, batch, steps, replays);
     const double machine_ns = f.events_per_step * f.ns_per_event;
-    std::printf("%-24s %12.0f %10.1f %16.2f %18.1f %12.1f %9.4f%%\n", row.name, f.events_per_step, f.ns_per_event,
-                machine_ns / 1000.0, machine_ns / layers, f.step_us, 100.0 * machine_ns / (f.step_us * 1000.0));
+    fmt::print("{:<24} {:12.0f} {:10.1f} {:16.2f} {:18.1f} {:12.1f} {:9.4f}%\n", row.name, f.events_per_step,
+               f.ns_per_event, machine_ns / 1000.0, machine_ns / layers, f.step_us,
+               100.0 * machine_ns / (f.step_us * 1000.0));
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 //
 //   bench/successor_allocations [--depth N] [--semantics fp8sm|upstream|pr3213] [--check I1,...]
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const auto parsed_semantics = fp8sm::spec::parse_semantics(semantics);
   if (!parsed_semantics) {
-    std::fprintf(stderr, "successor_allocations: unknown semantics '%s'\n", semantics.c_str());
+    fmt::print(stderr, "successor_allocations: unknown semantics '{}'\n", semantics);
     return 2;
   }
   fp8sm::spec::InvariantSet check_set;
@@ -55,8 +56,7 @@ int main(int argc, char** argv) {
     const std::size_t comma = std::min(checks.find(',', at), checks.size());
     const auto invariant = fp8sm::spec::parse_invariant(checks.substr(at, comma - at));
     if (!invariant) {
-      std::fprintf(stderr, "successor_allocations: --check: unknown invariant '%s'\n",
-                   checks.substr(at, comma - at).c_str());
+      fmt::print(stderr, "successor_allocations: --check: unknown invariant '{}'\n", checks.substr(at, comma - at));
       return 2;
     }
     check_set.add(*invariant);
@@ -74,11 +74,10 @@ int main(int argc, char** argv) {
   };
   fp8sm::explorer::SuccessorWalk<decltype(around)> walk(runner, depth, around);
   const unsigned long long successors = walk.run(depth);
-  std::printf("%s, depth %d, %s: %llu successors\n", semantics.c_str(), depth,
-              checks.empty() ? "all invariants" : checks.c_str(), successors);
+  fmt::print("{}, depth {}, {}: {} successors\n", semantics, depth, checks.empty() ? "all invariants" : checks, successors);
   for (const Part* part : {&parts[0], &parts[1], &parts[2], &parts[3]}) {
-    std::printf("  %-28s %8.1f allocations per successor (at most %llu)\n", part->name,
-                static_cast<double>(part->allocations) / static_cast<double>(successors), part->most);
+    fmt::print("  {:<28} {:8.1f} allocations per successor (at most {})\n", part->name,
+               static_cast<double>(part->allocations) / static_cast<double>(successors), part->most);
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "examples/mlp.hpp"
 
+#include <fmt/core.h>
+
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -28,14 +30,14 @@ CheckpointKind parse_checkpoint(const std::string& text) {
   if (text == "none") return CheckpointKind::None;
   if (text == "reentrant") return CheckpointKind::Reentrant;
   if (text == "nonreentrant") return CheckpointKind::NonReentrant;
-  throw std::invalid_argument("unknown checkpoint kind '" + text + "' (expected none, reentrant or nonreentrant)");
+  throw std::invalid_argument(fmt::format("unknown checkpoint kind '{}' (expected none, reentrant or nonreentrant)", text));
 }
 
 Granularity parse_granularity(const std::string& text) {
   if (text == "single") return Granularity::Single;
   if (text == "per-layer") return Granularity::PerLayer;
   if (text == "nested") return Granularity::Nested;
-  throw std::invalid_argument("unknown granularity '" + text + "' (expected single, per-layer or nested)");
+  throw std::invalid_argument(fmt::format("unknown granularity '{}' (expected single, per-layer or nested)", text));
 }
 
 MlpResult train_mlp(const MlpOptions& options, const std::function<void(const StepReport&)>& each_step) {

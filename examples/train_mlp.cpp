@@ -4,9 +4,10 @@
 //   train_mlp [--checkpoint none|reentrant|nonreentrant] [--granularity single|per-layer|nested]
 //             [--steps N] [--semantics fp8sm|upstream|pr3213] [--backend cpu|cuda|cuda-exact|cuda-emulated]
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <cstdio>
-#include <iostream>
+#include <stdexcept>
 
 #include "examples/mlp.hpp"
 #include "runtime/backends.hpp"
@@ -29,34 +30,35 @@ int main(int argc, char** argv) {
     options.checkpoint = fp8sm::examples::parse_checkpoint(checkpoint);
     options.granularity = fp8sm::examples::parse_granularity(granularity);
     const auto parsed = fp8sm::spec::parse_semantics(semantics);
-    if (!parsed) throw std::invalid_argument("unknown semantics '" + semantics + "' (expected fp8sm, upstream or pr3213)");
+    if (!parsed) {
+      throw std::invalid_argument(fmt::format("unknown semantics '{}' (expected fp8sm, upstream or pr3213)", semantics));
+    }
     options.semantics = *parsed;
     if (options.steps < 1) throw std::invalid_argument("--steps must be 1 or more");
     fp8sm::runtime::require_backend(options.backend);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "train_mlp: error: " << e.what() << "\n";
+    fmt::print(stderr, "train_mlp: error: {}\n", e.what());
     return 2;
   } catch (const std::invalid_argument& e) {
-    std::cerr << "train_mlp: error: " << e.what() << "\n";
+    fmt::print(stderr, "train_mlp: error: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {  // a backend this machine cannot run
-    std::cerr << "train_mlp: error: " << e.what() << "\n";
+    fmt::print(stderr, "train_mlp: error: {}\n", e.what());
     return 1;
   }
   try {
-    std::printf("step  loss  forward_updates  backward_updates\n");
+    fmt::print("step  loss  forward_updates  backward_updates\n");
     const auto result = fp8sm::examples::train_mlp(options, [](const fp8sm::examples::StepReport& r) {
-      std::printf("%d  %.6f  %d  %d\n", r.step, static_cast<double>(r.loss), r.counts.forward_updates,
-                  r.counts.backward_updates);
+      fmt::print("{}  {:.6f}  {}  {}\n", r.step, static_cast<double>(r.loss), r.counts.forward_updates, r.counts.backward_updates);
     });
     const auto& first = result.steps.front();
     const auto& last = result.steps.back();
-    std::printf("loss %.6f -> %.6f\n", static_cast<double>(first.loss), static_cast<double>(last.loss));
+    fmt::print("loss {:.6f} -> {:.6f}\n", static_cast<double>(first.loss), static_cast<double>(last.loss));
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::cerr << "train_mlp: error: " << e.what() << "\n";
+    fmt::print(stderr, "train_mlp: error: {}\n", e.what());
     return 1;
   }
   return 0;
