@@ -1,5 +1,6 @@
 // fp8sm, our semantics (docs/semantics.md): its rules edge by edge, and its verdicts on the
 // catalogue and on every program of the language up to a small depth.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,13 +22,13 @@ struct Recorder : statemachine::Hooks {
   void forward_update() override { log.push_back("fwd"); }
   void backward_update() override { log.push_back("bwd"); }
   void discard_forward_amax() override { log.push_back("discard"); }
-  void claimed(ModuleId m, bool owner) override { log.push_back("claim" + std::to_string(m) + (owner ? "+" : "-")); }
-  void stash_for(ModuleId m, CaptureId c) override { log.push_back("stash" + std::to_string(m) + "@" + std::to_string(c)); }
+  void claimed(ModuleId m, bool owner) override { log.push_back(fmt::format("claim{}{}", m, owner ? "+" : "-")); }
+  void stash_for(ModuleId m, CaptureId c) override { log.push_back(fmt::format("stash{}@{}", m, c)); }
   void replay_stash(ModuleId m, CaptureId c, unsigned k) override {
-    log.push_back("replay" + std::to_string(m) + "@" + std::to_string(c) + "#" + std::to_string(k));
+    log.push_back(fmt::format("replay{}@{}#{}", m, c, k));
   }
-  void restore(ModuleId m) override { log.push_back("restore" + std::to_string(m)); }
-  void release_stash(CaptureId c) override { log.push_back("release@" + std::to_string(c)); }
+  void restore(ModuleId m) override { log.push_back(fmt::format("restore{}", m)); }
+  void release_stash(CaptureId c) override { log.push_back(fmt::format("release@{}", c)); }
 };
 
 using test_support::forward_module;

@@ -1,5 +1,6 @@
 // The interpreter: exceptions and `try`, steps, tapes, recompute order. Expectations come
 // from docs/scenarios.md (the language) and spec §3.5, not from running the code.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,8 +16,8 @@ using spec::Semantics;
 
 struct ExtentLog : statemachine::Observer {
   std::vector<std::string> log;
-  void recompute_begin(statemachine::CaptureId c) override { log.push_back("rc" + std::to_string(c)); }
-  void node_discarded(statemachine::NodeId n) override { log.push_back("discard" + std::to_string(n)); }
+  void recompute_begin(statemachine::CaptureId c) override { log.push_back(fmt::format("rc{}", c)); }
+  void node_discarded(statemachine::NodeId n) override { log.push_back(fmt::format("discard{}", n)); }
 };
 
 std::vector<spec::StepResult> run(const std::string& text, Semantics s = Semantics::Pr3213,

@@ -1,5 +1,6 @@
 // The table edge by edge (spec §3), driven with raw events: each test names the edge and
 // states what the spec says for each semantics.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -19,10 +20,10 @@ struct Recorder : statemachine::Hooks {
   std::vector<std::string> log;
   void forward_update() override { log.push_back("fwd"); }
   void backward_update() override { log.push_back("bwd"); }
-  void claimed(ModuleId m, bool owner) override { log.push_back("claim" + std::to_string(m) + (owner ? "+" : "-")); }
-  void stash(ModuleId m) override { log.push_back("stash" + std::to_string(m)); }
-  void pop_stash(ModuleId m) override { log.push_back("pop" + std::to_string(m)); }
-  void restore(ModuleId m) override { log.push_back("restore" + std::to_string(m)); }
+  void claimed(ModuleId m, bool owner) override { log.push_back(fmt::format("claim{}{}", m, owner ? "+" : "-")); }
+  void stash(ModuleId m) override { log.push_back(fmt::format("stash{}", m)); }
+  void pop_stash(ModuleId m) override { log.push_back(fmt::format("pop{}", m)); }
+  void restore(ModuleId m) override { log.push_back(fmt::format("restore{}", m)); }
 };
 
 // The two semantics of TE (main and the PR); fp8sm's own edges are tested in test_fp8sm.cpp.

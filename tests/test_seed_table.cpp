@@ -1,5 +1,6 @@
 // The seed table (spec §4, measured on TE main and quoted in the PR #3213 discussion): the
 // upstream model must reproduce every count exactly, and pr3213 must give 1/1 on every row.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include "scenario_helpers.hpp"
@@ -105,8 +106,8 @@ TEST(SeedTable, UpstreamGeneralFormulas) {
     std::string nr = "autocast on {";
     std::string re = "autocast on {";
     for (int i = 0; i < k; ++i) {
-      nr += " checkpoint nonreentrant { linear L" + std::to_string(i) + " };";
-      re += " checkpoint reentrant { linear L" + std::to_string(i) + " };";
+      nr += fmt::format(" checkpoint nonreentrant {{ linear L{} }};", i);
+      re += fmt::format(" checkpoint reentrant {{ linear L{} }};", i);
     }
     nr += " }; backward";
     re += " }; backward";
@@ -119,7 +120,7 @@ TEST(SeedTable, UpstreamGeneralFormulas) {
   }
   for (int layers = 1; layers <= 5; ++layers) {
     std::string single = "autocast on { checkpoint reentrant {";
-    for (int i = 0; i < layers; ++i) single += " linear L" + std::to_string(i) + ";";
+    for (int i = 0; i < layers; ++i) single += fmt::format(" linear L{};", i);
     single += " } }; backward";
     const auto r = test_support::run_text(single, Semantics::Upstream);
     EXPECT_EQ(r.steps.at(0).forward_updates, 2);

@@ -26,6 +26,7 @@
 
 #include "explorer/search.hpp"
 #include "scenario_helpers.hpp"
+#include "spec/format.hpp"
 
 namespace fp8sm {
 namespace {
@@ -55,8 +56,7 @@ TEST(StateCounts, AsBeforeTheDriver) {
     options.canonical_ids = p.canonical_ids;
     options.threads = 2;
     const explorer::SearchResult result = explorer::search(options);
-    const std::string what = std::string(spec::name(p.semantics)) + " depth " + std::to_string(p.depth) +
-                             (p.canonical_ids ? "" : " raw ids");
+    const std::string what = fmt::format("{} depth {}{}", p.semantics, p.depth, p.canonical_ids ? "" : " raw ids");
     EXPECT_TRUE(result.complete) << what;
     EXPECT_EQ(result.distinct, p.distinct) << what;
     EXPECT_EQ(result.transitions, p.transitions) << what;
@@ -73,7 +73,7 @@ TEST(Search, CheckingOneInvariantCarriesLessAndKeepsItsVerdict) {
       SearchOptions one = test_support::search_options(s, 4, 2);
       one.checks.add(i);
       const auto result = explorer::search(one);
-      const std::string what = std::string(spec::name(s)) + " " + std::string(spec::id(i));
+      const std::string what = fmt::format("{} {}", s, i);
       EXPECT_LE(result.distinct, all.distinct) << what;
       const explorer::Counterexample* expected = nullptr;
       for (const auto& c : all.counterexamples) expected = c.invariant == i ? &c : expected;

@@ -5,6 +5,8 @@
 // the language's own nesting limits bound the rest.
 //
 //   scripts/fuzz.sh [SECONDS]      (seeded with spec/catalogue/*.scn and tests/scenarios/*.scn)
+#include <fmt/core.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -21,7 +23,7 @@ namespace {
 constexpr std::size_t kMaxStatements = 400;
 
 [[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz_scenario: %s\n%s\n", what, detail.c_str());
+  fmt::print(stderr, "fuzz_scenario: {}\n{}\n", what, detail);
   std::abort();
 }
 

@@ -4,6 +4,7 @@
 // emulation of the kernels (test_emulated_kernels, runs everywhere: the same launches, shapes
 // and argument lists the GPU gets) and on the GPU (test_cuda_kernels, FP8SM_TEST_ON_GPU:
 // skipped, saying why, where no GPU is usable).
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -91,8 +92,7 @@ Input input(std::size_t count, std::uint64_t seed, bool with_nan) {
 }
 
 std::string what(Format format, bool bf16, std::size_t rows, std::size_t cols, bool with_nan) {
-  return std::string(format_name(format)) + (bf16 ? " bf16 " : " f32 ") + std::to_string(rows) + "x" +
-         std::to_string(cols) + (with_nan ? " with NaN" : "");
+  return fmt::format("{} {} {}x{}{}", format_name(format), bf16 ? "bf16" : "f32", rows, cols, with_nan ? " with NaN" : "");
 }
 
 TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {

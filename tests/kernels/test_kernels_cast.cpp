@@ -1,6 +1,7 @@
 // Casts with amax, cast-transpose, the bf16 input path, scale_inv and dequantization (spec §6,
 // Cast). Expected codes come from fp8_reference.hpp's nearest search on x * scale rounded to
 // float32, the product the spec quantizes.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -158,7 +159,7 @@ TEST_P(CastFormat, CastTransposeWritesTheCastAndItsTranspose) {
   const std::vector<std::pair<std::size_t, std::size_t>> shapes = {
       {1, 1}, {1, 7}, {7, 1}, {3, 5}, {17, 13}, {16, 32}, {0, 4}, {4, 0}};
   for (const auto& [rows, cols] : shapes) {
-    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+    SCOPED_TRACE(fmt::format("{} x {}", rows, cols));
     const std::vector<float> input =
         random_inputs(rows * cols, static_cast<std::uint32_t>(rows * 100 + cols));
     const float scale = 2.5f;

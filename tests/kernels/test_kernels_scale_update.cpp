@@ -1,6 +1,7 @@
 // The amax-history/scale update of spec §6, steps 3 (fused) and 4 (unfused), edge case by edge
 // case. Expected scales are 448 (E4M3) or 57344 (E5M2) over the amax the spec's rules pick,
 // worked out by hand in the comments.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -46,11 +47,7 @@ void update(ScalingMeta& meta, float reduced, const ScaleUpdateRecipe& recipe) {
     same = std::isnan(expected[i]) ? std::isnan(got[i]) : got[i] == expected[i];
   }
   if (same) return ::testing::AssertionSuccess();
-  auto print = [](const std::vector<float>& v) {
-    std::string out = "[";
-    for (const float x : v) out += (out.size() > 1 ? ", " : "") + std::to_string(x);
-    return out + "]";
-  };
+  auto print = [](const std::vector<float>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); };
   return ::testing::AssertionFailure() << "history " << print(got) << ", expected "
                                        << print(expected);
 }

@@ -1,5 +1,6 @@
 // Every runtime-compiled kernel compiles with NVRTC for every supported architecture, with no
 // error and no warning (NVRTC needs no GPU); and the compiler's caches return what it compiled.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -35,8 +36,8 @@ TEST(NvrtcCompile, EveryKernelForEveryArchitectureWithoutWarnings) {
 
 TEST(NvrtcCompile, CachesInMemoryAndOnDisk) {
   // A folder of its own for this run: an earlier run's CUBINs would be cache hits.
-  const std::string dir = ::testing::TempDir() + "fp8sm-nvrtc-cache-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  const std::string dir = fmt::format("{}fp8sm-nvrtc-cache-{}-{}", ::testing::TempDir(), ::getpid(),
+                                      std::chrono::steady_clock::now().time_since_epoch().count());
   NvrtcCompiler first(dir);
   const CompiledProgram compiled = first.compile("cast.cu", 90);
   EXPECT_FALSE(compiled.from_cache);

@@ -11,6 +11,7 @@
 // amax counts all get an error instead of a hang, that a group of one does not reduce, and
 // that an MpiGroup before MPI_Init is an error.
 // Exit status 0 when all holds; 1 with one line per mismatch on standard error.
+#include <fmt/format.h>
 #include <mpi.h>
 
 #include <cmath>
@@ -77,8 +78,7 @@ int g_failures = 0;
 
 void fail(const std::string& where, const std::string& what) {
   ++g_failures;
-  std::fprintf(stderr, "mpi_amax_reduction_check: rank %d, %s: %s\n", g_rank, where.c_str(),
-               what.c_str());
+  fmt::print(stderr, "mpi_amax_reduction_check: rank {}, {}: {}\n", g_rank, where, what);
 }
 
 // What `rank` casts into (meta, slot) at `step`: a function of those numbers only (mt19937's
@@ -146,11 +146,7 @@ std::vector<unsigned char> state_bytes(const std::vector<ScalingMeta>& metas) {
   return bytes;
 }
 
-std::string hex(float value) {
-  char text[16];
-  std::snprintf(text, sizeof text, "0x%08X", static_cast<unsigned>(bits_of(value)));
-  return text;
-}
+std::string hex(float value) { return fmt::format("0x{:08X}", bits_of(value)); }
 
 // The single-process result: every rank's row 0 from the same starting state, folded together
 // with the cast's accumulator, then one update.
@@ -177,8 +173,7 @@ void check_training(MpiGroup& world) {
     std::vector<ScalingMeta> metas = fresh_key();
     std::vector<ScalingMeta> expected = fresh_key();
     for (int step = 0; step < kSteps; ++step) {
-      const std::string where =
-          std::string(kConfigs[config].name) + ", step " + std::to_string(step);
+      const std::string where = fmt::format("{}, step {}", kConfigs[config].name, step);
       cast_step(metas, config, step, world.rank(), ranks);
       fp8sm::runtime::reduce_and_update(pointers(metas), &world, true, kConfigs[config].recipe);
       expected_step(expected, config, step, ranks);
@@ -191,19 +186,19 @@ void check_training(MpiGroup& world) {
       for (int other = 1; world.rank() == 0 && other < ranks; ++other) {
         if (std::memcmp(all.data() + mine.size() * std::size_t(other), mine.data(),
                         mine.size()) != 0) {
-          fail(where, "rank " + std::to_string(other) + "'s state differs from rank 0's");
+          fail(where, fmt::format("rank {}'s state differs from rank 0's", other));
         }
       }
 
       const float newest_nan = metas[0].amax(kHistoryLength - 1, 0);
       if (step == kNanStep && !std::isnan(newest_nan)) {
-        fail(where, "the last rank's NaN amax is not the newest history entry: " +
-                        hex(newest_nan));
+        fail(where, fmt::format("the last rank's NaN amax is not the newest history entry: {}", hex(newest_nan)));
       }
       const float newest_negative_nan = metas[2].amax(kHistoryLength - 1, 1);
       if (step == kNegativeNanStep && bits_of(newest_negative_nan) != 0x7FC00123u) {
-        fail(where, "rank 0's NaN amax (its cast cleared the sign) is not the newest history "
-                    "entry with its payload: " + hex(newest_negative_nan));
+        fail(where, fmt::format("rank 0's NaN amax (its cast cleared the sign) is not the newest history entry with "
+                                "its payload: {}",
+                                hex(newest_negative_nan)));
       }
     }
   }
@@ -224,8 +219,7 @@ void check_order(MpiGroup& world) {
   world.all_reduce_max(amaxes);
   for (std::size_t i = 0; i < expected.size(); ++i) {
     if (bits_of(amaxes[i]) != bits_of(expected[i])) {
-      fail("order", "entry " + std::to_string(i) + " reduced to " + hex(amaxes[i]) +
-                        ", expected " + hex(expected[i]));
+      fail("order", fmt::format("entry {} reduced to {}, expected {}", i, hex(amaxes[i]), hex(expected[i])));
     }
   }
 }
@@ -238,7 +232,7 @@ void check_count_mismatch(MpiGroup& world) {
     fail("count mismatch", "no error");
   } catch (const std::runtime_error& error) {
     if (std::string(error.what()).find("different numbers") == std::string::npos) {
-      fail("count mismatch", std::string("unexpected message: ") + error.what());
+      fail("count mismatch", fmt::format("unexpected message: {}", error.what()));
     }
   }
 }
@@ -248,7 +242,7 @@ void check_group_of_one() {
   MPI_Comm alone = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, g_rank, 0, &alone);
   {
-    MpiGroup group(alone, "rank " + std::to_string(g_rank) + " alone");
+    MpiGroup group(alone, fmt::format("rank {} alone", g_rank));
     std::vector<ScalingMeta> metas = fresh_key();
     std::vector<ScalingMeta> expected = fresh_key();
     cast_step(metas, 0, 0, g_rank, 2);
@@ -257,7 +251,7 @@ void check_group_of_one() {
     fp8sm::kernels::update_scales(pointers(expected),
                                   fp8sm::kernels::current_amaxes(pointers(expected)),
                                   kConfigs[0].recipe);
-    if (group.size() != 1) fail("group of one", "size " + std::to_string(group.size()));
+    if (group.size() != 1) fail("group of one", fmt::format("size {}", group.size()));
     if (state_bytes(metas) != state_bytes(expected)) fail("group of one", "state differs");
   }
   MPI_Comm_free(&alone);
@@ -271,7 +265,7 @@ int main(int argc, char** argv) {
     fail("before MPI_Init", "MpiGroup was constructed");
   } catch (const std::runtime_error& error) {
     if (std::string(error.what()).find("not initialised") == std::string::npos) {
-      fail("before MPI_Init", std::string("unexpected message: ") + error.what());
+      fail("before MPI_Init", fmt::format("unexpected message: {}", error.what()));
     }
   }
   MPI_Init(&argc, &argv);
@@ -280,7 +274,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   if (ranks < 2) {
     if (g_rank == 0) {
-      std::fprintf(stderr, "mpi_amax_reduction_check: needs >= 2 ranks (mpirun -np 2)\n");
+      fmt::print(stderr, "mpi_amax_reduction_check: needs >= 2 ranks (mpirun -np 2)\n");
     }
     MPI_Finalize();
     return 2;
@@ -288,8 +282,7 @@ int main(int argc, char** argv) {
   try {
     MpiGroup world;
     if (world.size() != ranks || world.rank() != g_rank) {
-      fail("MpiGroup", "size/rank " + std::to_string(world.size()) + "/" +
-                           std::to_string(world.rank()) + " instead of MPI_COMM_WORLD's");
+      fail("MpiGroup", fmt::format("size/rank {}/{} instead of MPI_COMM_WORLD's", world.size(), world.rank()));
     }
     check_training(world);
     check_order(world);
@@ -297,15 +290,14 @@ int main(int argc, char** argv) {
     check_group_of_one();
   } catch (const std::exception& error) {
     // The other ranks may be waiting in a collective: end them all.
-    std::fprintf(stderr, "mpi_amax_reduction_check: rank %d: %s\n", g_rank, error.what());
+    fmt::print(stderr, "mpi_amax_reduction_check: rank {}: {}\n", g_rank, error.what());
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
   int failures = 0;
   MPI_Allreduce(&g_failures, &failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) {
-    std::printf("mpi_amax_reduction_check: %d ranks, %zu recipes x %d steps: %s\n", ranks,
-                kConfigs.size(), kSteps, failures == 0 ? "all ranks agree with one process"
-                                                       : "FAILED");
+    fmt::print("mpi_amax_reduction_check: {} ranks, {} recipes x {} steps: {}\n", ranks, kConfigs.size(), kSteps,
+               failures == 0 ? "all ranks agree with one process" : "FAILED");
   }
   MPI_Finalize();
   return failures == 0 ? 0 : 1;

@@ -4,6 +4,7 @@
 // must hold byte-identical amax histories and scales (the weights differ: gradients are not
 // all-reduced here, which is not the runtime's business), and the forward and backward update
 // counts must be 1 and 1. Exit status 0 when all holds; 1 with a line per mismatch.
+#include <fmt/format.h>
 #include <mpi.h>
 
 #include <cstdio>
@@ -40,7 +41,7 @@ int run(int rank, int size) {
   recipe.amax_history_len = 8;
   rt::Context ctx(recipe, rt::make_cpu_backend(), fp8sm::spec::Semantics::Fp8sm, &world);
   std::vector<std::unique_ptr<rt::Linear>> layers;
-  for (int i = 0; i < 3; ++i) layers.push_back(std::make_unique<rt::Linear>(ctx, "L" + std::to_string(i), 6, 6, 10u + static_cast<unsigned>(i)));
+  for (int i = 0; i < 3; ++i) layers.push_back(std::make_unique<rt::Linear>(ctx, fmt::format("L{}", i), 6, 6, 10u + static_cast<unsigned>(i)));
   std::mt19937_64 random(1000u + static_cast<unsigned>(rank));  // different data on every rank
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   int failures = 0;
@@ -56,8 +57,8 @@ int run(int rank, int size) {
     ctx.backward(Matrix(4, 6, 0.1f * static_cast<float>(rank + 1)));
     const rt::StepCounts counts = ctx.end_step();
     if (counts.forward_updates != 1 || counts.backward_updates != 1) {
-      std::fprintf(stderr, "rank %d step %d: %d/%d updates, expected 1/1\n", rank, step, counts.forward_updates,
-                   counts.backward_updates);
+      fmt::print(stderr, "rank {} step {}: {}/{} updates, expected 1/1\n", rank, step, counts.forward_updates,
+                 counts.backward_updates);
       ++failures;
     }
     const std::vector<float> mine = meta_bytes(ctx);
@@ -66,7 +67,7 @@ int run(int rank, int size) {
                   MPI_FLOAT, MPI_COMM_WORLD);
     for (int r = 0; r < size; ++r) {
       if (std::memcmp(all.data() + static_cast<std::size_t>(r) * mine.size(), mine.data(), mine.size() * sizeof(float)) != 0) {
-        std::fprintf(stderr, "rank %d step %d: amax histories or scales differ from rank %d's\n", rank, step, r);
+        fmt::print(stderr, "rank {} step {}: amax histories or scales differ from rank {}'s\n", rank, step, r);
         ++failures;
       }
     }
@@ -84,19 +85,19 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int failures = 0;
   if (size < 2) {
-    std::fprintf(stderr, "mpi_training_check: run it with at least 2 ranks (mpirun -np 2)\n");
+    fmt::print(stderr, "mpi_training_check: run it with at least 2 ranks (mpirun -np 2)\n");
     failures = 1;
   } else {
     try {
       failures = run(rank, size);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+      fmt::print(stderr, "rank {}: {}\n", rank, e.what());
       failures = 1;
     }
   }
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0 && total == 0) std::printf("mpi_training_check: %d ranks, identical scales after every step\n", size);
+  if (rank == 0 && total == 0) fmt::print("mpi_training_check: {} ranks, identical scales after every step\n", size);
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }

@@ -9,15 +9,15 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include "runtime/backends.hpp"
 #include "scenario_on_runtime.hpp"
+#include "spec/format.hpp"
 #include "spec/random_program.hpp"
 #include "spec/scenario_parser.hpp"
 #include "interpreter/interpreter.hpp"
@@ -51,33 +51,8 @@ class EventTrace : public statemachine::Observer {
 
 // One event with its fields, for a failing trace.
 inline std::string describe(const runtime::FiredEvent& fired) {
-  std::ostringstream out;
-  std::visit(
-      [&](const auto& e) {
-        using E = std::decay_t<decltype(e)>;
-        if constexpr (std::is_same_v<E, spec::AutocastEnter>) out << "AutocastEnter{" << e.enabled << "," << e.recompute_internal << "}";
-        else if constexpr (std::is_same_v<E, spec::AutocastExit>) out << "AutocastExit";
-        else if constexpr (std::is_same_v<E, spec::GradPush>) out << "GradPush{" << e.enabled << "," << e.internal << "}";
-        else if constexpr (std::is_same_v<E, spec::GradPop>) out << "GradPop";
-        else if constexpr (std::is_same_v<E, spec::CheckpointForwardEnter>) out << "CheckpointForwardEnter{#" << e.capture << "," << e.reentrant << "}";
-        else if constexpr (std::is_same_v<E, spec::CheckpointForwardExit>) out << "CheckpointForwardExit{" << e.exceptional << "}";
-        else if constexpr (std::is_same_v<E, spec::RecomputeEnter>) out << "RecomputeEnter{#" << e.capture << "}";
-        else if constexpr (std::is_same_v<E, spec::RecomputeExit>) out << "RecomputeExit";
-        else if constexpr (std::is_same_v<E, spec::ModulePrepare>) out << "ModulePrepare{L" << e.module << "}";
-        else if constexpr (std::is_same_v<E, spec::ModuleClaim>) out << "ModuleClaim{L" << e.module << "}";
-        else if constexpr (std::is_same_v<E, spec::ModuleEndForward>) out << "ModuleEndForward{L" << e.module << "}";
-        else if constexpr (std::is_same_v<E, spec::ModuleBackwardBegin>) out << "ModuleBackwardBegin{L" << e.module << "," << e.ran_before << "}";
-        else if constexpr (std::is_same_v<E, spec::SavedTensorUnpack>) out << "SavedTensorUnpack{" << e.reached << "," << e.taken << "}";
-        else if constexpr (std::is_same_v<E, spec::ModuleBackward>) out << "ModuleBackward{L" << e.module << "," << e.owner << "," << e.fp8 << "}";
-        else if constexpr (std::is_same_v<E, spec::BackwardPassBegin>) out << "BackwardPassBegin";
-        else if constexpr (std::is_same_v<E, spec::BackwardPassEnd>) out << "BackwardPassEnd{" << e.completed << "}";
-        else if constexpr (std::is_same_v<E, spec::CheckpointReleased>) out << "CheckpointReleased{#" << e.capture << "}";
-      },
-      fired.event);
-  out << " rows";
-  for (std::uint16_t row : fired.rows) out << " " << row;
-  if (!fired.raised.empty()) out << " raised " << fired.raised;
-  return out.str();
+  return fmt::format("{} rows{}{}{}", fired.event, fired.rows.empty() ? "" : " ", fmt::join(fired.rows, " "),
+                     fired.raised.empty() ? "" : fmt::format(" raised {}", fired.raised));
 }
 
 // Equal events: same alternative, same fields (the events are plain aggregates).
@@ -91,15 +66,15 @@ inline std::string trace_difference(const std::vector<runtime::FiredEvent>& mode
   std::size_t i = 0;
   while (i < model.size() && i < runtime_trace.size() && same_event(model[i], runtime_trace[i])) ++i;
   if (i == model.size() && i == runtime_trace.size()) return "";
-  std::ostringstream out;
-  out << "the traces differ at event " << i << " (model " << model.size() << " events, runtime "
-      << runtime_trace.size() << ")\n";
+  std::string out =
+      fmt::format("the traces differ at event {} (model {} events, runtime {})\n", i, model.size(), runtime_trace.size());
   const std::size_t from = i >= 3 ? i - 3 : 0;
   for (std::size_t k = from; k < i + 3 && (k < model.size() || k < runtime_trace.size()); ++k) {
-    out << (k == i ? "> " : "  ") << k << ": model " << (k < model.size() ? describe(model[k]) : "-")
-        << " | runtime " << (k < runtime_trace.size() ? describe(runtime_trace[k]) : "-") << "\n";
+    fmt::format_to(std::back_inserter(out), "{}{}: model {} | runtime {}\n", k == i ? "> " : "  ", k,
+                   k < model.size() ? describe(model[k]) : "-",
+                   k < runtime_trace.size() ? describe(runtime_trace[k]) : "-");
   }
-  return out.str();
+  return out;
 }
 
 // Whether a non-reentrant checkpoint opens inside another.
@@ -152,7 +127,7 @@ inline void check_program_on_runtime(const spec::Program& program, const std::st
     } catch (const RuntimeRefused&) {
       RC_DISCARD("refused by the runtime where the model goes on (see RuntimeRefused)");
     }
-    RC_LOG() << spec::name(semantics) << ":\n" << spec::print_scenario(program);
+    RC_LOG() << fmt::format("{}:\n{}", semantics, program);
     const std::string difference = trace_difference(trace.events, run.events);
     RC_LOG() << difference;
     RC_ASSERT(difference.empty());

@@ -4,6 +4,7 @@
 // gradients, weights, weight gradients, amax histories and scales.
 #pragma once
 
+#include <fmt/core.h>
 #include <rapidcheck.h>
 
 #include <cstdint>
@@ -46,7 +47,7 @@ inline Trained train(const std::vector<std::size_t>& widths, const Arrangement& 
   runtime::Context ctx(recipe, runtime::make_backend(backend));
   std::vector<std::unique_ptr<runtime::Linear>> layers;
   for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
-    layers.push_back(std::make_unique<runtime::Linear>(ctx, "L" + std::to_string(i), widths[i], widths[i + 1], seed + i));
+    layers.push_back(std::make_unique<runtime::Linear>(ctx, fmt::format("L{}", i), widths[i], widths[i + 1], seed + i));
   }
   auto layer = [&](std::size_t i) {
     return [&, i](const Matrix& x) { return runtime::relu(ctx, layers[i]->forward(x)); };

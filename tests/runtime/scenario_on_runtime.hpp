@@ -8,6 +8,8 @@
 // the runtime fires is logged, with what it raised.
 #pragma once
 
+#include <fmt/core.h>
+
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -48,7 +50,7 @@ class ScenarioOnRuntime {
                     std::unique_ptr<runtime::Backend> backend = runtime::make_cpu_backend())
       : context_(recipe, std::move(backend), semantics) {
     for (int m = 0; m < modules; ++m) {
-      modules_.push_back(std::make_unique<runtime::Linear>(context_, "L" + std::to_string(m), 4, 4,
+      modules_.push_back(std::make_unique<runtime::Linear>(context_, fmt::format("L{}", m), 4, 4,
                                                           static_cast<std::uint64_t>(m + 1)));
     }
   }
@@ -190,7 +192,7 @@ class ScenarioOnRuntime {
     }
   }
 
-  static std::string tape_name(std::uint16_t tape) { return "tape" + std::to_string(tape); }
+  static std::string tape_name(std::uint16_t tape) { return fmt::format("tape{}", tape); }
 
   void backward(const spec::Statement& s, const runtime::Matrix& grad) {
     if (s.name == spec::kCurrentGraph) {

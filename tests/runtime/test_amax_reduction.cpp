@@ -3,10 +3,10 @@
 // Expected values come from hand-worked constants and from kernels::amax_fold (the cast's
 // accumulator, a separate implementation of the same order on non-negative amaxes) plus
 // kernels::update_scales, never from the code under test.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -54,13 +54,9 @@ const float kNegativeNan = float_of(0xFFC00000u);
     return ::testing::AssertionSuccess();
   }
   auto print = [](const std::vector<float>& v) {
-    std::string out = "[";
-    for (const float x : v) {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "%08X", static_cast<unsigned>(bits_of(x)));
-      out += (out.size() > 1 ? ", " : "") + std::to_string(x) + " (" + hex + ")";
-    }
-    return out + "]";
+    std::vector<std::string> values;
+    for (const float x : v) values.push_back(fmt::format("{} ({:08X})", x, bits_of(x)));
+    return fmt::format("[{}]", fmt::join(values, ", "));
   };
   return ::testing::AssertionFailure() << print(got) << ", expected " << print(expected);
 }
@@ -160,7 +156,7 @@ class LoopbackGroup final : public AmaxReductionGroup {
       }
     }
   }
-  std::string name() const override { return "loopback of " + std::to_string(size()); }
+  std::string name() const override { return fmt::format("loopback of {}", size()); }
 
   int calls = 0;
 
@@ -250,8 +246,7 @@ TEST(ReduceAndUpdate, UpdatesFromTheElementWiseMaxOfEveryRank) {
     }
   }
   for (const ScaleUpdateRecipe& recipe : kRecipes) {
-    SCOPED_TRACE("recipe path " + std::to_string(static_cast<int>(recipe.path)) + " algo " +
-                 std::to_string(static_cast<int>(recipe.algo)));
+    SCOPED_TRACE(fmt::format("recipe path {} algo {}", static_cast<int>(recipe.path), static_cast<int>(recipe.algo)));
     std::vector<ScalingMeta> expected = key_with(kThisRank);
     kernels::update_scales(pointers(expected), maxes, recipe);
 

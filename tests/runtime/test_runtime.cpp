@@ -1,5 +1,6 @@
 // The runtime as a training program uses it: update counts against the seed table measured on
 // TE, checkpoint transparency of training under fp8sm, and misuse refused without a trace.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "examples/mlp.hpp"
 #include "scenario_on_runtime.hpp"
+#include "spec/format.hpp"
 #include "spec/scenario_parser.hpp"
 #include "interpreter/interpreter.hpp"
 #include "runtime/fp8sm_runtime.hpp"
@@ -101,7 +103,7 @@ TEST(RuntimeTransparency, TrainingWithAnyCheckpointingIsBitIdenticalToWithout) {
   for (CheckpointKind kind : {CheckpointKind::Reentrant, CheckpointKind::NonReentrant}) {
     for (Granularity g : {Granularity::Single, Granularity::PerLayer, Granularity::Nested}) {
       expect_identical(examples::train_mlp(options(kind, g, spec::Semantics::Fp8sm, 40)), reference,
-                       std::to_string(static_cast<int>(kind)) + "/" + std::to_string(static_cast<int>(g)));
+                       fmt::format("{}/{}", static_cast<int>(kind), static_cast<int>(g)));
     }
   }
 }
@@ -320,7 +322,7 @@ TEST(RuntimeExceptions, AFailedStepLeavesTheMachineWhereTheModelDoes) {
       EXPECT_TRUE(ctx.grad_enabled());
       run_step(false);
 
-      const std::string what = std::string(spec::name(semantics)) + " " + block;
+      const std::string what = fmt::format("{} {}", semantics, block);
       ASSERT_EQ(model.steps().size(), counts.size()) << what;
       std::vector<std::string> model_raised;
       for (std::size_t i = 0; i < counts.size(); ++i) {
@@ -440,7 +442,7 @@ TEST(RuntimeCheckpointSlots, NestedFramesAndRetainedGraphsAsTheModel) {
     text << in.rdbuf();
     ASSERT_FALSE(text.str().empty()) << file;
     for (spec::Semantics s : spec::kAllSemantics) {
-      SCOPED_TRACE(std::string(file) + " " + std::string(spec::name(s)));
+      SCOPED_TRACE(fmt::format("{} {}", file, s));
       expect_runtime_as_model(text.str(), s);
     }
   }
