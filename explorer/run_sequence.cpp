@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "explorer/report.hpp"
 #include "explorer/scenario_run.hpp"
 #include "interpreter/interpreter.hpp"
 #include "spec/invariants.hpp"
@@ -258,7 +259,8 @@ RunSequence record_run(const std::string& title, const spec::Program& program, s
       if (!step.result.violations.contains(i)) continue;
       const auto& reasons = report.verdicts[s].first_reason;
       const auto reason = reasons.find(i);
-      const std::string why = reason == reasons.end() ? std::string(spec::summary(i)) : reason->second;
+      const std::string why =
+          reason == reasons.end() ? std::string(spec::summary(i)) : with_module_names(reason->second, program);
       step.items.push_back(SequenceItem{false, Part::Program, Part::Registry, NoteKind::Violation,
                                         fmt::format("{} violated: {}", spec::id(i), why)});
     }
