@@ -54,7 +54,7 @@ std::string coverage_text(spec::Semantics semantics, const SearchResult& result)
   out += "  row  transitions  shortest  row\n";
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const std::uint64_t taken = r < row_transitions.size() ? row_transitions[r] : 0;
-    const std::string shortest = taken > 0 ? std::to_string(result.row_witnesses[r].length) : "-";
+    const std::string shortest = taken > 0 ? fmt::format("{}", result.row_witnesses[r].length) : "-";
     const char* mark = can_fire_under(rows[r], semantics) ? "" : "  (absent)";
     fmt::format_to(to, "  {:>3}  {:>11}  {:>8}  {}{}\n", r, taken, shortest, rows[r].to_string(), mark);
   }

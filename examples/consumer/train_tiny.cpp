@@ -4,11 +4,12 @@
 // steps below half the mean of the first ten), 1 otherwise or on an error.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <exception>
 #include <numeric>
 #include <random>
 #include <vector>
+
+#include <fmt/core.h>
 
 #include "runtime/fp8sm_runtime.hpp"
 
@@ -55,10 +56,10 @@ int main() {
     }
     const float first = std::accumulate(losses.begin(), losses.begin() + 10, 0.0f) / 10;
     const float last = std::accumulate(losses.end() - 10, losses.end(), 0.0f) / 10;
-    std::printf("first loss %.6f\nfinal loss %.6f\n", static_cast<double>(first), static_cast<double>(last));
+    fmt::print("first loss {:.6f}\nfinal loss {:.6f}\n", first, last);
     return std::isfinite(last) && last < 0.5f * first ? 0 : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_tiny: error: %s\n", e.what());
+    fmt::print(stderr, "train_tiny: error: {}\n", e.what());
     return 1;
   }
 }
