@@ -67,9 +67,7 @@ std::string counterexamples_mermaid(const std::vector<Counterexample>& counterex
   for (const Counterexample& c : counterexamples) {
     if (!out.empty()) out += "\n";
     out += comment(fmt::format("{}: {}", spec::id(c.invariant), c.reason));
-    const std::string title = fmt::format("shortest counterexample for {}, {} statements: {}", spec::id(c.invariant),
-                                          c.length, spec::print_scenario_one_line(c.program));
-    out += run_mermaid(record_run(title, c.program, semantics));
+    out += run_mermaid(record_counterexample(c, semantics));
   }
   return out;
 }

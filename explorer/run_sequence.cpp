@@ -268,4 +268,10 @@ RunSequence record_run(const std::string& title, const spec::Program& program, s
   return sequence;
 }
 
+RunSequence record_counterexample(const Counterexample& c, spec::Semantics semantics) {
+  const std::string title = fmt::format("shortest counterexample for {}, {} statements: {}", spec::id(c.invariant),
+                                        c.length, spec::print_scenario_one_line(c.program));
+  return record_run(title, c.program, semantics);
+}
+
 }  // namespace fp8sm::explorer

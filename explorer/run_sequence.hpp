@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "explorer/search.hpp"
 #include "spec/scenario.hpp"
 #include "spec/semantics.hpp"
 #include "spec/step_result.hpp"
@@ -52,5 +53,9 @@ struct RunSequence {
 
 // Runs `program` under `semantics` (twice, as `explorer run` does, for I8) and records it.
 RunSequence record_run(const std::string& title, const spec::Program& program, spec::Semantics semantics);
+
+// A search's counterexample recorded as a run, titled with its invariant, length and program:
+// what --mermaid and --dot draw for each.
+RunSequence record_counterexample(const Counterexample& counterexample, spec::Semantics semantics);
 
 }  // namespace fp8sm::explorer

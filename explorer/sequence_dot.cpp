@@ -88,9 +88,7 @@ std::string counterexamples_dot(const std::vector<Counterexample>& counterexampl
   for (const Counterexample& c : counterexamples) {
     if (!out.empty()) out += "\n";
     out += fmt::format("// {}: {}\n", spec::id(c.invariant), c.reason);
-    const std::string title = fmt::format("shortest counterexample for {}, {} statements: {}", spec::id(c.invariant),
-                                          c.length, spec::print_scenario_one_line(c.program));
-    out += run_sequence_dot(record_run(title, c.program, semantics));
+    out += run_sequence_dot(record_counterexample(c, semantics));
   }
   return out;
 }
