@@ -4,6 +4,7 @@
 
 #include <iterator>
 
+#include "explorer/report.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario_parser.hpp"
 
@@ -66,7 +67,7 @@ std::string counterexamples_mermaid(const std::vector<Counterexample>& counterex
   std::string out;
   for (const Counterexample& c : counterexamples) {
     if (!out.empty()) out += "\n";
-    out += comment(fmt::format("{}: {}", spec::id(c.invariant), c.reason));
+    out += comment(fmt::format("{}: {}", spec::id(c.invariant), with_module_names(c.reason, c.program)));
     out += run_mermaid(record_counterexample(c, semantics));
   }
   return out;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "explorer/coverage_report.hpp"
+#include "explorer/report.hpp"
 #include "spec/scenario_parser.hpp"
 
 namespace fp8sm::explorer {
@@ -84,7 +85,7 @@ std::string search_text(const SearchOptions& options, const SearchResult& result
   }
   for (const Counterexample& c : result.counterexamples) {
     fmt::format_to(to, "{} violated ({} states); shortest counterexample, {} statements: {}\n", spec::id(c.invariant),
-                   result.violating_states.at(c.invariant), c.length, c.reason);
+                   result.violating_states.at(c.invariant), c.length, with_module_names(c.reason, c.program));
     out += indent(spec::print_scenario(c.program), "    ");
   }
   // An incomplete search proves nothing for the states it did not reach.
@@ -107,7 +108,7 @@ Json counterexample_json(spec::Semantics semantics, const Counterexample& c, std
   document["invariant"] = std::string(spec::id(c.invariant));
   document["states"] = violating_states;
   document["length"] = c.length;
-  document["reason"] = c.reason;
+  document["reason"] = with_module_names(c.reason, c.program);
   document["scenario"] = spec::print_scenario(c.program);
   document["scenario_one_line"] = spec::print_scenario_one_line(c.program);
   return document;

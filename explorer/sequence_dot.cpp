@@ -4,6 +4,7 @@
 
 #include <iterator>
 
+#include "explorer/report.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario_parser.hpp"
 
@@ -87,7 +88,7 @@ std::string counterexamples_dot(const std::vector<Counterexample>& counterexampl
   std::string out;
   for (const Counterexample& c : counterexamples) {
     if (!out.empty()) out += "\n";
-    out += fmt::format("// {}: {}\n", spec::id(c.invariant), c.reason);
+    out += fmt::format("// {}: {}\n", spec::id(c.invariant), with_module_names(c.reason, c.program));
     out += run_sequence_dot(record_counterexample(c, semantics));
   }
   return out;
