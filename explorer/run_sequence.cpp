@@ -81,11 +81,7 @@ class SequenceRecorder : public statemachine::Observer {
 
   // The statement the program reaches next; noted once its step has begun.
   void statement(const spec::Statement& s, bool skipped) {
-    spec::Program alone;
-    alone.statements = {s};
-    alone.module_names = program_.module_names;
-    alone.tape_names = program_.tape_names;
-    pending_statement_ = fmt::format("{}{}", skipped ? "skipped: " : "", spec::print_scenario_one_line(alone));
+    pending_statement_ = fmt::format("{}{}", skipped ? "skipped: " : "", spec::print_statement(s, &program_));
     if (in_step_) flush_statement();
   }
   void statement_done() { flush_statement(); }
