@@ -14,6 +14,7 @@ namespace fp8sm::explorer {
 namespace {
 
 struct CoverageSummary {
+  std::vector<bool> present_at;          // per row: its guard can hold under the semantics
   std::vector<std::size_t> never_fired;  // present under the semantics, taken by no transition
   std::vector<std::size_t> absent;       // cannot fire under the semantics
   std::size_t present = 0;
@@ -26,7 +27,8 @@ CoverageSummary summarise(spec::Semantics semantics, const std::vector<std::uint
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const std::uint64_t taken = r < row_transitions.size() ? row_transitions[r] : 0;
     if (taken > 0) ++summary.fired;
-    if (!can_fire_under(rows[r], semantics)) {
+    summary.present_at.push_back(can_fire_under(rows[r], semantics));
+    if (!summary.present_at.back()) {
       summary.absent.push_back(r);
       continue;
     }
@@ -55,7 +57,7 @@ std::string coverage_text(spec::Semantics semantics, const SearchResult& result)
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const std::uint64_t taken = r < row_transitions.size() ? row_transitions[r] : 0;
     const std::string shortest = taken > 0 ? fmt::format("{}", result.row_witnesses[r].length) : "-";
-    const char* mark = can_fire_under(rows[r], semantics) ? "" : "  (absent)";
+    const char* mark = summary.present_at[r] ? "" : "  (absent)";
     fmt::format_to(to, "  {:>3}  {:>11}  {:>8}  {}{}\n", r, taken, shortest, rows[r].to_string(), mark);
   }
   fmt::format_to(to, "never fired under {}: {}\n", spec::name(semantics), row_list(summary.never_fired));
@@ -71,7 +73,7 @@ Json coverage_json(spec::Semantics semantics, const SearchResult& result) {
     const std::uint64_t taken = r < row_transitions.size() ? row_transitions[r] : 0;
     Json entry = {{"row", r},
                   {"description", rows[r].to_string()},
-                  {"present", can_fire_under(rows[r], semantics)},
+                  {"present", summary.present_at[r]},
                   {"transitions", taken}};
     entry["shortest"] = taken > 0 ? Json(spec::print_scenario_one_line(result.row_witnesses[r].program)) : Json(nullptr);
     per_row.push_back(std::move(entry));
