@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -28,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "coverage_helpers.hpp"
 #include "explorer/mermaid.hpp"
 #include "explorer/row_guards.hpp"
 #include "explorer/scenario_run.hpp"
@@ -157,14 +157,8 @@ std::set<int> rows_present_under(std::optional<spec::Semantics> s) {
 // The rows the catalogue and the regression corpus take under `s`.
 std::set<int> rows_taken_under(spec::Semantics s) {
   std::vector<std::uint64_t> counts;
-  auto run = [&](const spec::Program& program) {
-    interpreter::Interpreter interpreter(s, nullptr);
-    interpreter.machine().record_coverage(&counts);
-    interpreter.run(program);
-  };
-  for (const spec::CatalogueEntry& entry : spec::catalogue()) run(spec::parse_scenario(entry.text, entry.name));
-  for (const auto& file : std::filesystem::directory_iterator(FP8SM_SOURCE_DIR "/tests/scenarios")) {
-    if (file.path().extension() == ".scn") run(spec::parse_scenario(read_file(file.path()), file.path().string()));
+  for (const test_support::NamedScenario& scenario : test_support::catalogue_and_corpus()) {
+    test_support::add_coverage(scenario.program, s, counts);
   }
   std::set<int> taken;
   for (std::size_t i = 0; i < counts.size(); ++i) {

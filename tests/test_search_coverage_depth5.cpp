@@ -4,20 +4,15 @@
 // which a named scenario of the catalogue or the regression corpus takes under fp8sm.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "coverage_helpers.hpp"
 #include "documented_unreachable.hpp"
 #include "explorer/row_guards.hpp"
 #include "explorer/search.hpp"
-#include "interpreter/interpreter.hpp"
 #include "scenario_helpers.hpp"
-#include "spec/catalogue.hpp"
-#include "spec/scenario_parser.hpp"
 
 namespace fp8sm {
 namespace {
@@ -54,35 +49,25 @@ const std::map<std::string, std::string>& unreachable_under_fp8sm() {
   return rows;
 }
 
-std::string scenario_text(const std::string& name) {
-  if (const spec::CatalogueEntry* entry = spec::find_catalogue_entry(name)) return entry->text;
-  std::ifstream in(std::string(FP8SM_SOURCE_DIR) + "/tests/scenarios/" + name);
-  if (!in) throw std::runtime_error("no catalogue entry or corpus file " + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// How often each row is taken when `name` runs under fp8sm.
+// How often each row is taken when `name` (catalogue_and_corpus()) runs under fp8sm.
 std::vector<std::uint64_t> rows_taken_by(const std::string& name) {
-  std::vector<std::uint64_t> counts;
-  interpreter::Interpreter interpreter(spec::Semantics::Fp8sm, nullptr);
-  interpreter.machine().record_coverage(&counts);
-  interpreter.run(spec::parse_scenario(scenario_text(name), name));
-  return counts;
+  for (const test_support::NamedScenario& scenario : test_support::catalogue_and_corpus()) {
+    if (scenario.name != name) continue;
+    std::vector<std::uint64_t> counts;
+    test_support::add_coverage(scenario.program, spec::Semantics::Fp8sm, counts);
+    return counts;
+  }
+  throw std::runtime_error("no catalogue entry or corpus file " + name);
 }
 
 // The catalogue entries and corpus files that take row `row` under fp8sm, for a failure's
 // message.
 std::string scenarios_taking(std::size_t row) {
-  std::vector<std::string> names;
-  for (const spec::CatalogueEntry& entry : spec::catalogue()) names.push_back(entry.name);
-  for (const auto& file : std::filesystem::directory_iterator(std::string(FP8SM_SOURCE_DIR) + "/tests/scenarios")) {
-    if (file.path().extension() == ".scn") names.push_back(file.path().filename().string());
-  }
   std::string out;
-  for (const std::string& name : names) {
-    if (rows_taken_by(name)[row] > 0) out += " " + name;
+  for (const test_support::NamedScenario& scenario : test_support::catalogue_and_corpus()) {
+    std::vector<std::uint64_t> counts;
+    test_support::add_coverage(scenario.program, spec::Semantics::Fp8sm, counts);
+    if (counts[row] > 0) out += " " + scenario.name;
   }
   return out.empty() ? " none" : out;
 }

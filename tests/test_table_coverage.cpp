@@ -3,10 +3,7 @@
 // reason it cannot be reached from the scenario language.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "coverage_helpers.hpp"
@@ -18,15 +15,8 @@ namespace {
 
 std::vector<std::uint64_t> coverage_of_all_scenarios() {
   std::vector<std::uint64_t> counts;
-  for (const spec::CatalogueEntry& entry : spec::catalogue()) {
-    test_support::add_coverage(spec::parse_scenario(entry.text, entry.name), counts);
-  }
-  for (const auto& file : std::filesystem::directory_iterator(FP8SM_SOURCE_DIR "/tests/scenarios")) {
-    if (file.path().extension() != ".scn") continue;
-    std::ifstream in(file.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    test_support::add_coverage(spec::parse_scenario(text.str(), file.path().string()), counts);
+  for (const test_support::NamedScenario& scenario : test_support::catalogue_and_corpus()) {
+    test_support::add_coverage(scenario.program, counts);
   }
   return counts;
 }
