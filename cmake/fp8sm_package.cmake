@@ -22,7 +22,7 @@ set(FP8SM_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/fp8sm")
 # (cmake/fp8sm-config.cmake.in) and build-only helpers under $<BUILD_INTERFACE:...>: CMake
 # refuses to generate an export that names anything else.
 set(fp8sm_package_libraries
-  spec statemachine driver interpreter checker
+  spec statemachine driver interpreter checker checker_mpi
   kernels kernels_device kernels_nvrtc kernels_cuda
   amax_reduction amax_reduction_mpi
   runtime runtime_device runtime_cuda runtime_backends)
@@ -50,6 +50,9 @@ foreach(folder spec driver interpreter explorer kernels runtime)
   set(left_out "")
   if(folder STREQUAL "runtime" AND NOT TARGET fp8sm_amax_reduction_mpi)
     set(left_out PATTERN "mpi_amax_reduction.hpp" EXCLUDE)
+  endif()
+  if(folder STREQUAL "explorer" AND NOT TARGET fp8sm_checker_mpi)
+    set(left_out PATTERN "mpi_ranks.hpp" EXCLUDE)
   endif()
   install(DIRECTORY "${PROJECT_SOURCE_DIR}/${folder}/" DESTINATION "${FP8SM_INSTALL_INCLUDEDIR}/${folder}"
           FILES_MATCHING PATTERN "*.hpp" PATTERN "*.cuh" ${left_out})

@@ -1,6 +1,7 @@
 #include "explorer/fingerprint_set.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace fp8sm::explorer {
 
@@ -67,6 +68,16 @@ std::size_t FingerprintSet::bytes_for(std::size_t n) const {
 void FingerprintSet::reserve(std::size_t n) {
   const auto slots = static_cast<std::size_t>(static_cast<double>(n) / kMaxLoad) + 1;
   if (slots > slots_.size()) rehash(slots);
+}
+
+void FingerprintSet::assign_slots(std::vector<std::uint64_t> slots) {
+  const auto size = static_cast<std::size_t>(std::count_if(slots.begin(), slots.end(), [](std::uint64_t v) { return v != 0; }));
+  if (slots.size() < 16 || size > limit_for(slots.size())) {
+    throw std::invalid_argument("these are not the slots of a fingerprint set");
+  }
+  slots_ = std::move(slots);
+  size_ = size;
+  limit_ = limit_for(slots_.size());
 }
 
 void FingerprintSet::rehash(std::size_t slots) {

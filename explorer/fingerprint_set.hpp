@@ -35,6 +35,12 @@ class FingerprintSet {
   // Whether the next insertion of a new fingerprint makes the table grow.
   bool full() const { return size_ + 1 > limit_; }
 
+  // The table itself, and a table put back from it (a search's snapshot): the same slots, so
+  // the same fingerprints in the same places. Throws std::invalid_argument for slots that no
+  // table of this kind could hold (too few, or fuller than it lets itself get).
+  const std::vector<std::uint64_t>& slots() const { return slots_; }
+  void assign_slots(std::vector<std::uint64_t> slots);
+
  private:
   static std::uint64_t stored(std::uint64_t fingerprint) { return fingerprint == 0 ? 1 : fingerprint; }
   std::size_t home(std::uint64_t fingerprint) const;

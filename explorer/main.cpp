@@ -5,6 +5,8 @@
 //            [--max-states M] [--max-memory BYTES[K|M|G]] [--no-symmetry] [--no-canonical-ids] [--json]
 //                                        every program of up to N statements
 //            [--coverage]
+//            [--snapshot DIR | --resume DIR] the search's state saved at each layer; a killed run continued
+//   mpirun -np K explorer --depth N ...  the same search on K processes (docs/explorer.md, "Many processes")
 //            [--mermaid | --dot]          each shortest counterexample drawn (docs/pictures.md)
 //   explorer run FILE|NAME|- [--semantics fp8sm|upstream|pr3213] [--json]   (-: standard input)
 //            [--mermaid | --dot]          the run as a sequence diagram (docs/pictures.md)
@@ -42,6 +44,7 @@
 
 #include "explorer/catalogue_report.hpp"
 #include "explorer/mermaid.hpp"
+#include "explorer/ranks.hpp"
 #include "explorer/report.hpp"
 #include "explorer/scenario_run.hpp"
 #include "explorer/search.hpp"
@@ -54,6 +57,9 @@
 #include "spec/scenario_parser.hpp"
 #include "spec/semantics.hpp"
 #include "statemachine/machine.hpp"
+#ifdef FP8SM_HAVE_MPI
+#include "explorer/mpi_ranks.hpp"
+#endif
 
 namespace {
 
@@ -219,6 +225,10 @@ std::uint64_t memory_option(const std::string& text) {
   return value << shift;
 }
 
+// The search's processes: this one alone, or the ranks of an MPI job. Only rank 0 prints.
+explorer::Ranks* the_ranks = nullptr;
+bool printing() { return the_ranks == nullptr || the_ranks->rank() == 0; }
+
 int depth_command(explorer::SearchOptions options, const std::string& semantics, const std::string& checks,
                   const std::string& max_memory, bool json, Picture picture) {
   options.semantics = semantics_option(semantics);
@@ -236,15 +246,29 @@ int depth_command(explorer::SearchOptions options, const std::string& semantics,
     throw UsageError{fmt::format("--threads: must be 1 to {}", kMaxThreads)};
   }
   // A progress line on a terminal, for runs of more than a second.
-  const bool show_progress = !json && isatty(STDERR_FILENO) != 0;
+  const bool show_progress = printing() && !json && isatty(STDERR_FILENO) != 0;
   auto progress = [&](const explorer::LayerStats& layer, double seconds) {
     if (show_progress && seconds > 1.0) {
       fmt::print(stderr, "\rdepth {}: {} states, {} s   ", layer.depth, layer.distinct, static_cast<long>(seconds));
       std::fflush(stderr);
     }
   };
-  const explorer::SearchResult result = explorer::search(options, progress);
+  explorer::SingleRank alone;
+  const explorer::SearchResult result = explorer::search(options, the_ranks != nullptr ? *the_ranks : alone, progress);
+  const int status = !result.counterexamples.empty() ? kViolations : result.complete ? kClean : kIncomplete;
+  if (!printing()) return status;
   if (show_progress && result.seconds > 1.0) fmt::print(stderr, "\n");
+  if (result.resumed_from_layer >= 0) {
+    fmt::print(stderr, "explorer: resumed from layer {} of the snapshot in '{}'\n", result.resumed_from_layer,
+               options.snapshot_dir);
+  }
+  if (result.memory_stop_rank >= 0) {
+    fmt::print(stderr,
+               "explorer: rank {} of {} reached its share of --max-memory ({:.1f} MiB, the budget divided among the "
+               "ranks) while expanding depth {}; the report covers what was explored\n",
+               result.memory_stop_rank, result.ranks, static_cast<double>(result.memory_share) / (1024.0 * 1024.0),
+               result.depth_completed + 1);
+  }
   if (picture == Picture::Mermaid) {
     fmt::print("{}", explorer::counterexamples_mermaid(result.counterexamples, options.semantics));
   } else if (picture == Picture::Dot) {
@@ -253,8 +277,7 @@ int depth_command(explorer::SearchOptions options, const std::string& semantics,
     fmt::print("{}", json ? explorer::json_line(explorer::search_json(options, result))
                           : explorer::search_text(options, result));
   }
-  if (!result.counterexamples.empty()) return kViolations;
-  return result.complete ? kClean : kIncomplete;
+  return status;
 }
 
 // `count` programs of the stream `seed`, each after a comment line naming it; the same bytes
@@ -310,6 +333,8 @@ struct Options {
   bool dot = false;
   bool no_symmetry = false;
   bool no_canonical_ids = false;
+  std::string snapshot;
+  std::string resume;
   explorer::SearchOptions search;
 };
 
@@ -371,7 +396,22 @@ int random_dispatch(Options& o, bool modules_given) {
   return random_command(seed, count, length, modules);
 }
 
+// --snapshot DIR writes snapshots to DIR; --resume DIR continues the search saved there and
+// goes on writing there (with --snapshot, the same DIR only).
+void snapshot_options(Options& o) {
+  if (!o.resume.empty() && !o.snapshot.empty() && o.resume != o.snapshot) {
+    throw UsageError{"--resume continues in the directory it reads: give --snapshot the same directory, or leave it out"};
+  }
+  if (o.resume.empty() && o.snapshot.empty()) return;
+  o.search.snapshot_dir = o.resume.empty() ? o.snapshot : o.resume;
+  o.search.resume = !o.resume.empty();
+}
+
 int dispatch(CLI::App& app, Options& o, const std::string& target, const Commands& c) {
+  if (!app.get_subcommands().empty() && the_ranks != nullptr && the_ranks->size() > 1) {
+    throw UsageError{fmt::format("only a --depth search runs on several processes: run '{}' without mpirun",
+                                 app.get_subcommands().front()->get_name())};
+  }
   if (app.get_subcommands().empty()) {
     if (!o.depth) throw UsageError{"give a command (run, catalogue, random, list, invariants, table) or --depth N"};
     o.search.depth = *o.depth;
@@ -379,6 +419,7 @@ int dispatch(CLI::App& app, Options& o, const std::string& target, const Command
     o.search.canonical_ids = !o.no_canonical_ids;
     o.search.coverage = o.coverage;
     if (!o.max_states.empty()) o.search.max_states = max_states_option(o.max_states);
+    snapshot_options(o);
     const Picture picture = picture_option(o);
     if (picture != Picture::None && o.coverage) throw UsageError{"--coverage is part of the report: not with --mermaid or --dot"};
     return depth_command(o.search, o.semantics.value_or("fp8sm"), o.checks, o.max_memory, o.json, picture);
@@ -408,9 +449,45 @@ int dispatch(CLI::App& app, Options& o, const std::string& target, const Command
   return kUsageError;
 }
 
+// A failure that every rank knows (the options, or one the search agreed on) is printed once,
+// by rank 0; one that only this rank may know ends the whole job, naming this rank.
+int fail(const std::string& line, bool every_rank_knows) {
+  if (the_ranks == nullptr || the_ranks->size() == 1) {
+    fmt::print(stderr, "{}\n", line);
+    return kUsageError;
+  }
+  if (every_rank_knows) {
+    if (printing()) fmt::print(stderr, "{}\n", line);
+    return kUsageError;
+  }
+  fmt::print(stderr, "{} (rank {} of {})\n", line, the_ranks->rank(), the_ranks->size());
+  std::fflush(stderr);
+#ifdef FP8SM_HAVE_MPI
+  explorer::MpiSession::abort_job(kUsageError);
+#endif
+  return kUsageError;
+}
+
+int explorer_main(int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef FP8SM_HAVE_MPI
+  // Started by mpirun (or another MPI launcher): this process is one rank of the search.
+  if (explorer::launched_by_mpi()) {
+    explorer::MpiSession session(argc, argv);
+    explorer::MpiRanks ranks;
+    the_ranks = &ranks;
+    return explorer_main(argc, argv);
+  }
+#endif
+  return explorer_main(argc, argv);
+}
+
+namespace {
+
+int explorer_main(int argc, char** argv) {
   CLI::App app{"explorer: model checker for TE-style FP8 ownership, autocast and checkpoint state",
                "explorer"};
   app.require_subcommand(0, 1);
@@ -428,6 +505,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-states", o.max_states, "with --depth: stop past this many states (0: no limit)");
   app.add_option("--max-memory", o.max_memory,
                  "with --depth: stop before the stored states need more than this (e.g. 4G; default: no limit)");
+  app.add_option("--snapshot", o.snapshot,
+                 "with --depth: write the search's state to DIR at each completed layer (docs/explorer.md)");
+  app.add_option("--resume", o.resume,
+                 "with --depth: continue the search whose snapshot is in DIR, from its last complete layer");
   app.add_flag("--no-canonical-ids", o.no_canonical_ids,
                "with --depth: do not merge states that differ only in the numbering of checkpoint, node and graph ids");
   app.add_flag("--no-symmetry", o.no_symmetry, "with --depth: do not reduce by module-name symmetry");
@@ -446,7 +527,9 @@ int main(int argc, char** argv) {
       "an error), else as a catalogue name or row (see 'explorer list'); 'catalogue:NAME' or\n"
       "'catalogue:ROW' always names the catalogue.\n"
       "Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or input, 3 a --depth\n"
-      "search stopped by --max-states or --max-memory with no violation in what it explored.\n");
+      "search stopped by --max-states or --max-memory with no violation in what it explored.\n"
+      "Under mpirun -np K a --depth search runs on K processes with the same report; --max-memory\n"
+      "is then the whole job's budget, each rank getting a K-th of it.\n");
 
   std::string target;
   CLI::App* run = app.add_subcommand("run", "run one scenario (a file, or a catalogue name or row)");
@@ -463,24 +546,24 @@ int main(int argc, char** argv) {
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
-      return app.exit(e);
+      return printing() ? app.exit(e) : 0;
     } catch (const CLI::ParseError& e) {
-      fmt::print(stderr, "explorer: error: {} (see 'explorer --help')\n", e.what());
-      return kUsageError;
+      return fail(fmt::format("explorer: error: {} (see 'explorer --help')", e.what()), true);
     }
     return dispatch(app, o, target, Commands{run, catalogue, random, list, invariants, table});
   } catch (const UsageError& e) {
-    fmt::print(stderr, "explorer: error: {}\n", e.message);
+    return fail(fmt::format("explorer: error: {}", e.message), true);
+  } catch (const explorer::RankFailure& e) {
+    return fail(fmt::format("explorer: error: {}", e.what()), true);
   } catch (const spec::ParseError& e) {
-    fmt::print(stderr, "{}\n", e.what());
+    return fail(e.what(), true);
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "explorer: error: out of memory (for a --depth search, --max-memory stops it cleanly)\n");
-  } catch (const std::system_error& e) {
-    fmt::print(stderr, "explorer: error: {}\n", e.what());
+    return fail("explorer: error: out of memory (for a --depth search, --max-memory stops it cleanly)", false);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "explorer: error: {}\n", e.what());
+    return fail(fmt::format("explorer: error: {}", e.what()), false);
   } catch (...) {
-    fmt::print(stderr, "explorer: error: an unknown exception\n");
+    return fail("explorer: error: an unknown exception", false);
   }
-  return kUsageError;
 }
+
+}  // namespace

@@ -9,9 +9,16 @@
 // (end of file at top level); both depend on the state alone, which is what makes storing each
 // state once sound.
 //
-// Determinism: states are numbered in discovery order; a layer is expanded in that order
-// (in parallel, workers a bounded window ahead of the merge) and merged in that order, so
-// results do not depend on --threads; a budget stops the merge at the same state.
+// Determinism: a state is named by its discovery key (search_path.hpp), the order in which a
+// one-process search first reaches it; a layer is expanded in key order (in parallel, workers a
+// bounded window ahead of the merge) and merged in key order, so results do not depend on
+// --threads, nor on the number of ranks (below); a budget stops the search at the same state.
+//
+// Ranks: the search may run as K processes (`mpirun -np K explorer ...`, or ThreadRanks in the
+// tests), each owning the states whose fingerprint it is given (ranks.hpp): it keeps its part of
+// the seen-set and of the frontier, expands its states, and sends each successor, with the path
+// that rebuilds it, to its owner, in rounds of parents every rank agrees on. The report is the
+// same for any K (docs/explorer.md, "Many processes").
 #pragma once
 
 #include <cstdint>
@@ -49,6 +56,11 @@ struct SearchOptions {
   // Table coverage: count, per row of the transition table, the transitions that took it
   // (SearchResult::row_transitions).
   bool coverage = false;
+  // Snapshots (snapshot.hpp): non-empty, the search's state is written to this directory at each
+  // completed layer but the last; with `resume`, the search continues from the directory's last
+  // complete layer instead of starting at the root, and ends with the uninterrupted result.
+  std::string snapshot_dir;
+  bool resume = false;
 };
 
 enum class StopReason { None, MaxStates, MaxMemory };
@@ -93,10 +105,26 @@ struct SearchResult {
   std::vector<std::uint64_t> row_transitions;
   // With coverage, per row: the program of the first transition that took it, a shortest one.
   std::vector<RowWitness> row_witnesses;
+  // The processes of the search, and what they measured: each one's peak resident memory
+  // (peak_memory_bytes is the largest) and the bytes the ranks sent each other.
+  int ranks = 1;
+  std::vector<std::uint64_t> peak_memory_per_rank;
+  std::uint64_t exchanged_bytes = 0;
+  // With several ranks and StopReason::MaxMemory: the rank whose share of --max-memory (the
+  // budget divided by the ranks) ran out, and that share.
+  int memory_stop_rank = -1;
+  std::uint64_t memory_share = 0;
+  int resumed_from_layer = -1;  // a resumed search: the snapshot's layer; -1 otherwise
 };
 
 using ProgressCallback = std::function<void(const LayerStats&, double seconds)>;
 
+class Ranks;
+
+// The search in this process alone.
 SearchResult search(const SearchOptions& options, const ProgressCallback& progress = {});
+// This rank's part of a search over `ranks` (every rank calls it with the same options); every
+// rank returns the whole result. `progress` is called on rank 0 only.
+SearchResult search(const SearchOptions& options, Ranks& ranks, const ProgressCallback& progress = {});
 
 }  // namespace fp8sm::explorer

@@ -60,6 +60,18 @@ Json invariant_ids(const spec::InvariantSet& set) {
   return ids;
 }
 
+// "ranks: 1", or for a search over several processes each one's peak memory and what they
+// sent each other.
+std::string ranks_line(const SearchResult& result) {
+  if (result.ranks <= 1) return "ranks: 1\n";
+  std::string peaks;
+  for (std::size_t r = 0; r < result.peak_memory_per_rank.size(); ++r) {
+    peaks += fmt::format("{}{:.1f}", r == 0 ? "" : " ", static_cast<double>(result.peak_memory_per_rank[r]) / (1024.0 * 1024.0));
+  }
+  return fmt::format("ranks: {}, peak memory per rank {} MiB, {:.1f} MiB exchanged\n", result.ranks, peaks,
+                     static_cast<double>(result.exchanged_bytes) / (1024.0 * 1024.0));
+}
+
 }  // namespace
 
 std::string search_text(const SearchOptions& options, const SearchResult& result) {
@@ -97,8 +109,9 @@ std::string search_text(const SearchOptions& options, const SearchResult& result
                  "fingerprint collision probability {:.1e}\n",
                  result.distinct, result.transitions, result.seconds, rate(result),
                  static_cast<double>(result.peak_memory_bytes) / (1024.0 * 1024.0), result.collision_probability);
-  fmt::format_to(to, "stored: {:.1f} bytes per state (fingerprint table and search tree, frontier aside)\n",
+  fmt::format_to(to, "stored: {:.1f} bytes per state (fingerprint tables, violation sets and frontiers)\n",
                  bytes_per_state(result));
+  out += ranks_line(result);
   return out;
 }
 
@@ -154,6 +167,9 @@ Json search_json(const SearchOptions& options, const SearchResult& result) {
   document["stored_bytes"] = result.stored_bytes;
   document["stored_bytes_per_state"] = rounded(bytes_per_state(result), 1);
   document["collision_probability"] = result.collision_probability;
+  document["ranks"] = result.ranks;
+  document["peak_memory_bytes_per_rank"] = result.peak_memory_per_rank;
+  document["exchanged_bytes"] = result.exchanged_bytes;
   return document;
 }
 

@@ -1,12 +1,15 @@
-// The search's storage: the fingerprint set against std::unordered_set, and the one-byte
-// statement code of the search tree.
+// The search's storage: the fingerprint set against std::unordered_set, the one-byte
+// statement code, search paths, discovery keys and the chunked frontier.
 #include <gtest/gtest.h>
 
 #include <random>
 #include <unordered_set>
 
 #include "explorer/fingerprint_set.hpp"
-#include "explorer/search_tree.hpp"
+#include "explorer/frontier.hpp"
+#include "explorer/search_path.hpp"
+#include "explorer/statement_code.hpp"
+#include "statemachine/storage.hpp"
 
 namespace fp8sm::explorer {
 namespace {
@@ -37,6 +40,29 @@ TEST(FingerprintSet, ZeroIsAFingerprintLikeAnyOther) {
   EXPECT_TRUE(set.contains(0));
 }
 
+// A snapshot puts a table back from its slots: the same fingerprints, and insertions go on as
+// in the original.
+TEST(FingerprintSet, PutBackFromItsSlotsItIsTheSameSet) {
+  FingerprintSet original;
+  std::mt19937_64 random(11);
+  std::vector<std::uint64_t> values;
+  for (int i = 0; i < 5000; ++i) values.push_back(random());
+  for (std::uint64_t v : values) original.insert(v);
+  FingerprintSet copy;
+  copy.assign_slots(original.slots());
+  EXPECT_EQ(copy.size(), original.size());
+  EXPECT_EQ(copy.bytes(), original.bytes());
+  for (std::uint64_t v : values) EXPECT_FALSE(copy.insert(v));
+  for (int i = 0; i < 5000; ++i) {
+    const std::uint64_t v = random();
+    EXPECT_EQ(copy.insert(v), original.insert(v));
+  }
+  EXPECT_EQ(copy.slots(), original.slots());
+  // Slots no table would hold: too few, or fuller than its growth allows.
+  EXPECT_THROW(copy.assign_slots(std::vector<std::uint64_t>(8, 1)), std::invalid_argument);
+  EXPECT_THROW(copy.assign_slots(std::vector<std::uint64_t>(100, 1)), std::invalid_argument);
+}
+
 std::vector<spec::Statement> every_statement() {
   std::vector<spec::Statement> all;
   for (int op = 0; op <= static_cast<int>(spec::Op::Step); ++op) {
@@ -58,7 +84,7 @@ std::vector<spec::Statement> every_statement() {
   return all;
 }
 
-TEST(SearchTree, EveryStatementHasItsOwnCodeAndComesBack) {
+TEST(StatementCode, EveryStatementHasItsOwnCodeAndComesBack) {
   std::unordered_set<int> codes;
   for (const spec::Statement& s : every_statement()) {
     const std::uint8_t code = pack_statement(s);
@@ -70,20 +96,75 @@ TEST(SearchTree, EveryStatementHasItsOwnCodeAndComesBack) {
   }
 }
 
-TEST(SearchTree, NamesOutOfRangeAreRefused) {
+TEST(StatementCode, NamesOutOfRangeAreRefused) {
   EXPECT_THROW(pack_statement({spec::Op::Linear, kMaxPackedModules, false, {}}), std::invalid_argument);
   EXPECT_THROW(pack_statement({spec::Op::Save, kMaxPackedTapes, false, {}}), std::invalid_argument);
 }
 
-TEST(SearchTree, PathsWalkBackToTheRootAcrossChunks) {
-  SearchTree tree;
-  std::uint32_t at = 0;
-  for (int i = 0; i < 70000; ++i) {  // more than one chunk
-    at = tree.add(at, {spec::Op::Linear, static_cast<std::uint16_t>(i % 3), false, {}});
+TEST(StatementCode, NoStatementHasThePaddingCode) {
+  for (const spec::Statement& s : every_statement()) EXPECT_NE(pack_statement(s), kNoStatementCode);
+}
+
+TEST(SearchPath, HoldsSixteenCodesAndRefusesMore) {
+  SearchPath path;
+  EXPECT_TRUE(path.empty());
+  std::vector<spec::Statement> expected;
+  for (int i = 0; i < kMaxPathCodes; ++i) {
+    const spec::Statement s = i % 2 == 0 ? spec::Statement{spec::Op::Linear, static_cast<std::uint16_t>(i % 5), false, {}}
+                                         : spec::Statement{spec::Op::Close, 0, false, {}};
+    path.push(pack_statement(s));
+    expected.push_back(s);
+    EXPECT_EQ(path.size(), i + 1);
   }
-  const std::vector<spec::Statement> path = tree.path(at);
-  ASSERT_EQ(path.size(), 70000u);
-  for (std::size_t i = 0; i < path.size(); ++i) EXPECT_EQ(path[i].name, i % 3);
+  const std::vector<spec::Statement> back = path.statements();
+  ASSERT_EQ(back.size(), expected.size());
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(back[i].op, expected[i].op);
+    EXPECT_EQ(back[i].name, expected[i].name);
+  }
+  EXPECT_THROW(path.push(pack_statement(expected[0])), statemachine::CapacityError);
+  EXPECT_EQ(path.parent().size(), kMaxPathCodes - 1);
+  EXPECT_NE(path.parent(), path);
+  EXPECT_EQ(SearchPath().parent(), SearchPath());
+}
+
+// Keys order a layer as parents then links: every child of an earlier parent comes before every
+// child of a later one, whatever the link indices.
+TEST(DiscoveryKey, OrdersChildrenByParentThenLink) {
+  const std::uint64_t a = child_key(0, 0, 3);
+  const std::uint64_t b = child_key(0, 0, 4);
+  ASSERT_LT(a, b);
+  EXPECT_LT(child_key(a, 1, 255), child_key(b, 1, 0));
+  EXPECT_LT(child_key(a, 1, 0), child_key(a, 1, 1));
+  // Seven layers of 255 still fit: the deepest parent a search of depth 8 expands.
+  std::uint64_t key = 0;
+  for (int depth = 0; depth < kMaxKeyLayers; ++depth) key = child_key(key, depth, 255);
+  EXPECT_EQ(key, ~std::uint64_t{0});
+  EXPECT_THROW(child_key(0, 0, kMaxLinksPerParent), statemachine::CapacityError);
+}
+
+TEST(Frontier, KeepsEntriesAcrossChunksAndFindsKeys) {
+  Frontier frontier;
+  const std::size_t n = 3 * Frontier::kChunk + 17;
+  for (std::size_t i = 0; i < n; ++i) {
+    FrontierEntry entry;
+    entry.key = 2 * i;
+    entry.path.push(static_cast<std::uint8_t>(i % 7));
+    frontier.push_back(entry);
+  }
+  ASSERT_EQ(frontier.size(), n);
+  EXPECT_EQ(frontier.bytes(), 4 * Frontier::chunk_bytes());
+  for (std::size_t i = 0; i < n; i += 997) {
+    EXPECT_EQ(frontier[i].key, 2 * i);
+    EXPECT_EQ(frontier[i].path[0], i % 7);
+  }
+  EXPECT_EQ(frontier.lower_bound(0), 0u);
+  EXPECT_EQ(frontier.lower_bound(2 * 5000), 5000u);
+  EXPECT_EQ(frontier.lower_bound(2 * 5000 + 1), 5001u);
+  EXPECT_EQ(frontier.lower_bound(~std::uint64_t{0}), n);
+  frontier.truncate(Frontier::kChunk);
+  EXPECT_EQ(frontier.size(), Frontier::kChunk);
+  EXPECT_EQ(frontier.bytes(), Frontier::chunk_bytes());
 }
 
 }  // namespace

@@ -1,8 +1,6 @@
-#include "explorer/search_tree.hpp"
+#include "explorer/statement_code.hpp"
 
-#include <algorithm>
 #include <stdexcept>
-#include <string>
 
 #include "spec/format.hpp"
 
@@ -14,7 +12,7 @@ constexpr unsigned kSaveBase = 128;
 constexpr unsigned kBackwardBase = 160;
 
 [[noreturn]] void does_not_fit(const spec::Statement& s) {
-  throw std::invalid_argument(fmt::format("statement '{}' does not fit the search tree's one-byte code", s));
+  throw std::invalid_argument(fmt::format("statement '{}' does not fit the search's one-byte statement code", s));
 }
 }  // namespace
 
@@ -56,48 +54,5 @@ spec::Statement unpack_statement(std::uint8_t packed) {
   }
   return s;
 }
-
-SearchTree::SearchTree() { add(kNoParent, spec::Statement{}); }
-
-std::uint32_t SearchTree::add(std::uint32_t parent, const spec::Statement& via) {
-  return add_packed(parent, pack_statement(via));
-}
-
-std::uint32_t SearchTree::add_packed(std::uint32_t parent, std::uint8_t via) {
-  if (size_ >= kNoParent) throw std::length_error("the search tree holds at most 2^32 - 1 states");
-  if (full()) chunks_.emplace_back();
-  const auto index = static_cast<std::uint32_t>(size_);
-  Chunk& c = chunks_.back();
-  c.parents[index % kChunk] = parent;
-  c.vias[index % kChunk] = via;
-  ++size_;
-  return index;
-}
-
-SearchTree::View SearchTree::view() const {
-  View view;
-  for (const Chunk& c : chunks_) {
-    view.parents_.push_back(c.parents.get());
-    view.vias_.push_back(c.vias.get());
-  }
-  return view;
-}
-
-std::vector<spec::Statement> SearchTree::View::path(std::uint32_t index) const {
-  std::vector<spec::Statement> statements;
-  path(index, statements);
-  return statements;
-}
-
-void SearchTree::View::path(std::uint32_t index, std::vector<spec::Statement>& statements) const {
-  statements.clear();
-  for (std::uint32_t at = index; at != 0; at = parents_[at / kChunk][at % kChunk]) {
-    statements.push_back(unpack_statement(vias_[at / kChunk][at % kChunk]));
-  }
-  std::reverse(statements.begin(), statements.end());
-}
-
-// Only counterexamples walk the tree itself (once per invariant); the search rebuilds through views.
-std::vector<spec::Statement> SearchTree::path(std::uint32_t index) const { return view().path(index); }
 
 }  // namespace fp8sm::explorer

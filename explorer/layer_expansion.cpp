@@ -1,0 +1,153 @@
+#include "explorer/layer_expansion.hpp"
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "explorer/alphabet.hpp"
+
+namespace fp8sm::explorer {
+
+namespace {
+constexpr std::size_t kWindowPerThread = 256;  // parents expanded ahead of the consumer, per thread
+}  // namespace
+
+// What one expanding thread works with: its own runner (the interpreters and observers, bound
+// to whichever state it executes) and flat states: the parent rebuilt from the root, each
+// successor in turn (copied from the parent), and the parent's parent as last rebuilt
+// (siblings come one after the other in a layer, so a parent is most often one statement away
+// from it). Nothing is allocated per successor.
+struct LayerExpansion::Scratch {
+  explicit Scratch(const SearchOptions& options)
+      : runner(options.semantics, options.checks, options.canonical_ids),
+        parent(std::make_unique<ModelState>()),
+        child(std::make_unique<ModelState>()),
+        grandparent(std::make_unique<ModelState>()) {}
+  ModelRunner runner;
+  std::vector<spec::Statement> alphabet;
+  std::unique_ptr<ModelState> parent;
+  std::unique_ptr<ModelState> child;
+  std::unique_ptr<ModelState> grandparent;
+  SearchPath grandparent_path;
+  bool has_grandparent = false;
+};
+
+LayerExpansion::LayerExpansion(const SearchOptions& options, const ModelState& root) : options_(options), root_(root) {
+  const int threads = std::max(1, options.threads);
+  for (int t = 0; t < threads; ++t) scratch_.push_back(std::make_unique<Scratch>(options_));
+}
+
+LayerExpansion::~LayerExpansion() = default;
+
+void LayerExpansion::rebuild(const SearchPath& path, Scratch& scratch) const {
+  if (path.empty()) {
+    scratch.runner.copy(*scratch.parent, root_);
+    return;
+  }
+  const SearchPath up = path.parent();
+  if (!scratch.has_grandparent || up != scratch.grandparent_path) {
+    scratch.runner.copy(*scratch.grandparent, root_);
+    for (int i = 0, n = up.size(); i < n; ++i) scratch.runner.apply(*scratch.grandparent, unpack_statement(up[i]));
+    scratch.grandparent_path = up;
+    scratch.has_grandparent = true;
+  }
+  scratch.runner.copy(*scratch.parent, *scratch.grandparent);
+  scratch.runner.apply(*scratch.parent, unpack_statement(path[path.size() - 1]));
+}
+
+// One statement on the parent, then the blocks it leaves open closed one by one (closing is
+// free: all of these states belong to the next layer). Program ends are judged here, where the
+// state is at hand.
+void LayerExpansion::extend(const spec::Statement& s, Scratch& scratch, Links& chains) const {
+  ModelState& state = *scratch.child;
+  scratch.runner.copy(state, *scratch.parent);
+  // Rows are recorded here only: rebuilding a parent replays rows already counted.
+  if (options_.coverage) scratch.runner.record_rows(&chains.rows);
+  spec::Statement via = s;
+  for (;;) {
+    Link& link = chains.links.emplace_back();
+    link.via = pack_statement(via);
+    link.violations = scratch.runner.apply(state, via).violations();
+    link.fingerprint = scratch.runner.fingerprint(state);
+    link.top_level = state.facts.open.empty();
+    // A top-level state ends the chain, so the state is not needed after its end verdict.
+    if (link.top_level) link.end_violations = scratch.runner.end_here(state).violations();
+    link.rows_end = static_cast<std::uint32_t>(chains.rows.size());
+    if (link.top_level) break;
+    via = close_statement();
+  }
+  scratch.runner.record_rows(nullptr);
+}
+
+void LayerExpansion::expand_parent(const Frontier& frontier, std::size_t index, Scratch& scratch, Links& out) const {
+  rebuild(frontier[index].path, scratch);
+  next_statements(scratch.parent->facts, options_.alphabet, scratch.alphabet);
+  for (const spec::Statement& s : scratch.alphabet) extend(s, scratch, out);
+}
+
+// Workers claim parents in index order (each the next free index within the window); the
+// calling thread is one of them and also consumes the parents' chains in index order as they
+// become ready, so the consumer's work overlaps expansion instead of a round of expansion
+// waiting for it.
+void LayerExpansion::expand(const Frontier& frontier, std::size_t begin, std::size_t end, const Consumer& consume) {
+  const std::size_t threads = scratch_.size();
+  const std::size_t n = end - begin;
+  const std::size_t window = kWindowPerThread * threads;
+  std::vector<Links> produced(std::min(window, std::max<std::size_t>(n, 1)));
+  const std::size_t slots = produced.size();
+  std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[slots]);
+  for (std::size_t i = 0; i < slots; ++i) ready[i].store(false, std::memory_order_relaxed);
+  std::atomic<std::size_t> cursor{0};    // the next parent to claim (relative to begin)
+  std::atomic<std::size_t> consumed{0};  // parents consumed so far
+  std::atomic<bool> stop{false};         // the consumer stopped, or a thread failed: claim nothing more
+
+  // Claims and expands one parent if one is free within the window; false if none was.
+  auto expand_one = [&](Scratch& scratch) {
+    std::size_t i = cursor.load(std::memory_order_relaxed);
+    if (i >= n || i >= consumed.load(std::memory_order_acquire) + slots) return false;
+    if (!cursor.compare_exchange_weak(i, i + 1, std::memory_order_relaxed)) return true;  // lost the race: retry
+    expand_parent(frontier, begin + i, scratch, produced[i % slots]);
+    ready[i % slots].store(true, std::memory_order_release);
+    return true;
+  };
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto fail = [&] {
+    std::lock_guard<std::mutex> lock(failure_mutex);
+    if (!failure) failure = std::current_exception();
+    stop.store(true, std::memory_order_release);
+  };
+  auto worker = [&](Scratch& scratch) {
+    try {
+      while (!stop.load(std::memory_order_acquire) && cursor.load(std::memory_order_relaxed) < n) {
+        if (!expand_one(scratch)) std::this_thread::yield();  // the window is full: the consumer is behind
+      }
+    } catch (...) {
+      fail();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads && t < n; ++t) pool.emplace_back(worker, std::ref(*scratch_[t]));
+  try {
+    for (std::size_t m = 0; m < n && !stop.load(std::memory_order_acquire);) {
+      if (ready[m % slots].load(std::memory_order_acquire)) {
+        Links& links = produced[m % slots];
+        const bool go_on = consume(begin + m, links);
+        links.clear();
+        ready[m % slots].store(false, std::memory_order_relaxed);
+        consumed.store(++m, std::memory_order_release);
+        if (!go_on) stop.store(true, std::memory_order_release);
+      } else if (!expand_one(*scratch_[0])) {
+        std::this_thread::yield();  // the next parent to consume is being expanded by a worker
+      }
+    }
+  } catch (...) {
+    fail();
+  }
+  stop.store(true, std::memory_order_release);
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace fp8sm::explorer

@@ -1,0 +1,47 @@
+// Expanding the states of a frontier: each rebuilt from its path, then every statement of the
+// alphabet run on a copy of it (with the closing braces after it), on several threads. The
+// chains of each parent (successor_record.hpp's Links) are handed, in the frontier's order, to
+// a consumer on the calling thread, so what the search does with them does not depend on the
+// thread count.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "explorer/frontier.hpp"
+#include "explorer/model_state.hpp"
+#include "explorer/search.hpp"
+#include "explorer/successor_record.hpp"
+
+namespace fp8sm::explorer {
+
+class LayerExpansion {
+ public:
+  // The parent's index in the frontier and its chains; false stops the expansion (the search
+  // stopped: nothing after it counts).
+  using Consumer = std::function<bool(std::size_t index, const Links& links)>;
+
+  // `root`: the empty program, which every path starts from.
+  LayerExpansion(const SearchOptions& options, const ModelState& root);
+  ~LayerExpansion();
+
+  // Expands frontier[begin, end) on the options' threads, the calling thread among them; it
+  // also hands each parent's chains to `consume`, in index order, as soon as they are ready
+  // (workers run a bounded window ahead of it). The first exception a thread raised (a program
+  // past the flat state's capacity) is rethrown once all have stopped.
+  void expand(const Frontier& frontier, std::size_t begin, std::size_t end, const Consumer& consume);
+
+ private:
+  struct Scratch;
+  void rebuild(const SearchPath& path, Scratch& scratch) const;
+  void extend(const spec::Statement& s, Scratch& scratch, Links& chains) const;
+  void expand_parent(const Frontier& frontier, std::size_t index, Scratch& scratch, Links& out) const;
+
+  SearchOptions options_;
+  const ModelState& root_;
+  std::vector<std::unique_ptr<Scratch>> scratch_;  // one per thread, kept from call to call
+};
+
+}  // namespace fp8sm::explorer

@@ -1,0 +1,34 @@
+#include "explorer/test_faults.hpp"
+
+#include <fmt/core.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace fp8sm::explorer {
+
+void test_fault(const char* point, int layer, int rank) {
+  const char* setting = std::getenv("FP8SM_TEST_FAULT");
+  if (setting == nullptr) return;
+  std::istringstream in(setting);
+  std::string action;
+  std::string wanted_point;
+  int wanted_layer = -1;
+  int wanted_rank = -1;
+  in >> action >> wanted_point >> wanted_layer;
+  if (!(in >> wanted_rank)) wanted_rank = -1;
+  if (wanted_point != point || wanted_layer != layer || (wanted_rank >= 0 && wanted_rank != rank)) return;
+  if (action == "kill") {
+    std::fflush(nullptr);
+    std::raise(SIGKILL);
+  }
+  if (action == "throw") {
+    throw std::runtime_error(fmt::format("a fault on purpose (FP8SM_TEST_FAULT) at {} of layer {}", point, layer));
+  }
+}
+
+}  // namespace fp8sm::explorer

@@ -1,0 +1,18 @@
+// Faults on purpose, for the tests of what the search does when a rank dies or fails
+// (tests/test_snapshots.cpp, tests/mpi/): when the environment variable FP8SM_TEST_FAULT is
+// "ACTION POINT LAYER [RANK]" and this rank (any rank, without RANK) reaches POINT of layer
+// LAYER, it does ACTION there:
+//
+//   kill    SIGKILL to itself, as a crash, the kernel's OOM killer or `kill -9` would
+//   throw   a std::runtime_error, as a program past the flat state's capacity would
+//
+// The points: `expansion` (expanding the layer's parents, several ranks only),
+// `rank-file-written` (its snapshot file of the layer is in place, the manifest not yet),
+// `manifest-written` (the snapshot of the layer is complete).
+#pragma once
+
+namespace fp8sm::explorer {
+
+void test_fault(const char* point, int layer, int rank);
+
+}  // namespace fp8sm::explorer

@@ -1,0 +1,186 @@
+// The search over several ranks (ThreadRanks: K ranks as threads of this process, with the
+// partitioning, messages, merges and agreements of an MPI job) against the one-process search:
+// the same report for any K, budgets stopping at the same state, counterexamples that replay
+// although their paths cross ranks, and a failure on one rank agreed by all.
+// tests/mpi/ runs the same comparisons through mpirun.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "explorer/ranks.hpp"
+#include "explorer/search.hpp"
+#include "explorer/search_report.hpp"
+#include "explorer/thread_ranks.hpp"
+#include "scenario_helpers.hpp"
+
+namespace fp8sm {
+namespace {
+
+using explorer::SearchOptions;
+using explorer::SearchResult;
+using spec::Semantics;
+
+// Every rank's result: rank 0's, after checking that every rank returned the same report.
+SearchResult search_on(int ranks, const SearchOptions& options) {
+  std::mutex mutex;
+  std::vector<std::string> reports(static_cast<std::size_t>(ranks));
+  SearchResult first;
+  explorer::ThreadRanks::run(ranks, [&](explorer::Ranks& r) {
+    SearchResult result = explorer::search(options, r);
+    std::lock_guard<std::mutex> lock(mutex);
+    reports[static_cast<std::size_t>(r.rank())] = explorer::search_text(options, result);
+    if (r.rank() == 0) first = std::move(result);
+  });
+  for (const std::string& report : reports) {
+    EXPECT_EQ(report.substr(0, report.find("total:")), reports[0].substr(0, reports[0].find("total:")));
+  }
+  return first;
+}
+
+// The report without the lines a run measures (time, memory, ranks).
+std::string report(const SearchOptions& options, const SearchResult& result) {
+  const std::string text = explorer::search_text(options, result);
+  return text.substr(0, text.find("total:"));
+}
+
+// The JSON document without the processes' own figures.
+std::string document(const SearchOptions& options, const SearchResult& result) {
+  explorer::Json json = explorer::search_json(options, result);
+  for (const char* measured : {"seconds", "states_per_second", "peak_memory_bytes", "stored_bytes",
+                               "stored_bytes_per_state", "ranks", "peak_memory_bytes_per_rank", "exchanged_bytes"}) {
+    json.erase(measured);
+  }
+  return json.dump();
+}
+
+SearchOptions options(Semantics s, int depth) {
+  SearchOptions o = test_support::search_options(s, depth);
+  o.coverage = true;
+  return o;
+}
+
+TEST(DistributedSearch, TheSameReportForAnyNumberOfRanks) {
+  for (Semantics s : spec::kAllSemantics) {
+    const SearchOptions o = options(s, 4);
+    const SearchResult alone = explorer::search(o);
+    for (int ranks : {1, 2, 3, 4}) {
+      const SearchResult many = search_on(ranks, o);
+      EXPECT_EQ(report(o, many), report(o, alone)) << spec::name(s) << ", " << ranks << " ranks";
+      EXPECT_EQ(document(o, many), document(o, alone)) << spec::name(s) << ", " << ranks << " ranks";
+      EXPECT_EQ(many.ranks, ranks);
+      EXPECT_EQ(many.peak_memory_per_rank.size(), static_cast<std::size_t>(ranks));
+      EXPECT_EQ(many.exchanged_bytes > 0, ranks > 1);
+    }
+  }
+}
+
+TEST(DistributedSearch, ThreadsWithinRanksChangeNothing) {
+  SearchOptions o = options(Semantics::Upstream, 4);
+  const std::string expected = report(o, explorer::search(o));
+  o.threads = 3;
+  EXPECT_EQ(report(o, search_on(2, o)), expected);
+}
+
+// The layers of depth 5 take several rounds of parents per rank (a few hundred parents each):
+// merging across rounds keeps every count.
+TEST(DistributedSearch, ManyRoundsKeepEveryCount) {
+  SearchOptions o = test_support::search_options(Semantics::Pr3213, 5);
+  o.checks = test_support::invariants({spec::Invariant::I1, spec::Invariant::I4});
+  const SearchResult alone = explorer::search(o);
+  const SearchResult many = search_on(3, o);
+  EXPECT_EQ(report(o, many), report(o, alone));
+  // Rounds hold 256 parents a rank: layer 4 is expanded in more rounds than that.
+  EXPECT_GT(alone.layers[4].frontier, 4u * 3u * 256u);
+}
+
+TEST(DistributedSearch, CounterexamplesWhosePathsCrossRanksReplay) {
+  for (Semantics s : {Semantics::Upstream, Semantics::Pr3213}) {
+    const SearchResult result = search_on(3, test_support::search_options(s, 4));
+    ASSERT_FALSE(result.counterexamples.empty());
+    for (const auto& c : result.counterexamples) EXPECT_TRUE(test_support::replays(c, s));
+  }
+}
+
+// A state budget stops the search at the state that reaches it, whichever rank stored it: the
+// partial report is the one-process search's (its counts, verdicts and counterexamples).
+TEST(DistributedSearch, AStateBudgetStopsAtTheSameStateForAnyNumberOfRanks) {
+  for (std::uint64_t budget : {1u, 2u, 250u, 3000u, 47000u}) {
+    SearchOptions o = options(Semantics::Upstream, 5);
+    o.max_states = budget;
+    const SearchResult alone = explorer::search(o);
+    ASSERT_FALSE(alone.complete) << budget;
+    for (int ranks : {2, 3}) {
+      const SearchResult many = search_on(ranks, o);
+      EXPECT_EQ(report(o, many), report(o, alone)) << budget << " states, " << ranks << " ranks";
+      EXPECT_EQ(many.distinct, std::max<std::uint64_t>(budget, 2));
+    }
+  }
+}
+
+// With several ranks --max-memory is the job's budget, each rank getting its share: the search
+// stops at the first state (in discovery order) that some rank could not store, names that rank,
+// and what it reports up to there is sound.
+TEST(DistributedSearch, AMemoryBudgetStopsAtARanksShareAndNamesTheRank) {
+  SearchOptions o = test_support::search_options(Semantics::Upstream, 6);
+  o.max_memory = 4u << 20;
+  const SearchResult result = search_on(2, o);
+  EXPECT_FALSE(result.complete);
+  EXPECT_EQ(result.stop_reason, explorer::StopReason::MaxMemory);
+  EXPECT_TRUE(result.memory_stop_rank == 0 || result.memory_stop_rank == 1);
+  EXPECT_EQ(result.memory_share, o.max_memory / 2);
+  EXPECT_LE(result.stored_bytes, o.max_memory);
+  EXPECT_GT(result.distinct, 20000u);
+  for (const auto& c : result.counterexamples) EXPECT_TRUE(test_support::replays(c, Semantics::Upstream));
+  // The same budget and ranks stop at the same state every time.
+  EXPECT_EQ(report(o, search_on(2, o)), report(o, result));
+}
+
+// A rank that fails (here on purpose, as a program past the flat state's capacity would) is
+// known to every rank at the same round: all of them throw the same RankFailure naming it.
+TEST(DistributedSearch, AFailureOnOneRankIsEveryRanksNamingIt) {
+  ::setenv("FP8SM_TEST_FAULT", "throw expansion 3 1", 1);
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  try {
+    explorer::ThreadRanks::run(3, [&](explorer::Ranks& r) {
+      try {
+        explorer::search(test_support::search_options(Semantics::Fp8sm, 4), r);
+      } catch (const explorer::RankFailure& e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        errors.push_back(e.what());
+      }
+    });
+  } catch (...) {
+    ::unsetenv("FP8SM_TEST_FAULT");
+    throw;
+  }
+  ::unsetenv("FP8SM_TEST_FAULT");
+  ASSERT_EQ(errors.size(), 3u);
+  for (const std::string& error : errors) {
+    EXPECT_EQ(error, "rank 1 of 3: a fault on purpose (FP8SM_TEST_FAULT) at expansion of layer 3");
+  }
+}
+
+TEST(OwnerOf, SpreadsFingerprintsEvenlyOverTheRanks) {
+  for (int ranks : {2, 3, 7}) {
+    std::vector<int> counts(static_cast<std::size_t>(ranks), 0);
+    std::uint64_t state = 1;
+    for (int i = 0; i < 70000; ++i) {
+      // splitmix64: well-mixed 64-bit values, as XXH3 fingerprints are
+      std::uint64_t x = (state += 0x9E3779B97F4A7C15ull);
+      x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+      x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+      x ^= x >> 31;
+      const int owner = explorer::owner_of(x, ranks);
+      ASSERT_GE(owner, 0);
+      ASSERT_LT(owner, ranks);
+      ++counts[static_cast<std::size_t>(owner)];
+    }
+    for (int c : counts) EXPECT_NEAR(c, 70000 / ranks, 70000 / ranks / 20) << ranks << " ranks";
+  }
+}
+
+}  // namespace
+}  // namespace fp8sm
