@@ -93,11 +93,19 @@ void LayerExpansion::expand_parent(const Frontier& frontier, std::size_t index, 
 void LayerExpansion::expand(const Frontier& frontier, std::size_t begin, std::size_t end, const Consumer& consume) {
   const std::size_t threads = scratch_.size();
   const std::size_t n = end - begin;
-  const std::size_t window = kWindowPerThread * threads;
-  std::vector<Links> produced(std::min(window, std::max<std::size_t>(n, 1)));
-  const std::size_t slots = produced.size();
-  std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[slots]);
-  for (std::size_t i = 0; i < slots; ++i) ready[i].store(false, std::memory_order_relaxed);
+  // The window's slots, kept from call to call with their buffers' capacity (a layer of several
+  // ranks is expanded in many short calls).
+  const std::size_t slots = kWindowPerThread * threads;
+  if (produced_.size() != slots) {
+    produced_.resize(slots);
+    ready_.reset(new std::atomic<bool>[slots]);
+  }
+  std::vector<Links>& produced = produced_;
+  std::atomic<bool>* ready = ready_.get();
+  for (std::size_t i = 0; i < slots; ++i) {
+    produced[i].clear();  // a call that stopped early may have left chains behind
+    ready[i].store(false, std::memory_order_relaxed);
+  }
   std::atomic<std::size_t> cursor{0};    // the next parent to claim (relative to begin)
   std::atomic<std::size_t> consumed{0};  // parents consumed so far
   std::atomic<bool> stop{false};         // the consumer stopped, or a thread failed: claim nothing more
@@ -134,7 +142,7 @@ void LayerExpansion::expand(const Frontier& frontier, std::size_t begin, std::si
       if (ready[m % slots].load(std::memory_order_acquire)) {
         Links& links = produced[m % slots];
         const bool go_on = consume(begin + m, links);
-        links.clear();
+        links.clear();  // its capacity stays for the next parent in that slot
         ready[m % slots].store(false, std::memory_order_relaxed);
         consumed.store(++m, std::memory_order_release);
         if (!go_on) stop.store(true, std::memory_order_release);

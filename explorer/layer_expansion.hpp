@@ -5,6 +5,7 @@
 // thread count.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -42,6 +43,8 @@ class LayerExpansion {
   SearchOptions options_;
   const ModelState& root_;
   std::vector<std::unique_ptr<Scratch>> scratch_;  // one per thread, kept from call to call
+  std::vector<Links> produced_;                    // the chains of the parents in the window
+  std::unique_ptr<std::atomic<bool>[]> ready_;     // per slot: its parent's chains are ready
 };
 
 }  // namespace fp8sm::explorer

@@ -1,0 +1,131 @@
+// A rank's snapshots: the directory made ready, each completed layer written (this rank's file,
+// then rank 0's manifest), a snapshot read back to resume.
+#include <xxhash.h>
+#include <fmt/core.h>
+
+#include <new>
+
+#include "explorer/alphabet.hpp"
+#include "explorer/rank_search.hpp"
+#include "explorer/test_faults.hpp"
+#include "statemachine/machine.hpp"
+
+namespace fp8sm::explorer {
+
+using spec::Statement;
+
+namespace {
+
+// Runs `body` on every rank and agrees on how it went: if it threw on any rank, it throws on
+// every rank (a rank alone rethrows its own exception; several throw a RankFailure naming the
+// lowest rank that failed, with its message), so no rank is left waiting in a collective.
+template <class Body>
+void agreed(Ranks& ranks, Body&& body) {
+  if (ranks.size() == 1) {
+    body();
+    return;
+  }
+  std::string error;
+  try {
+    body();
+  } catch (const std::bad_alloc&) {
+    error = "out of memory (--max-memory stops a search cleanly)";
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "an exception";
+  } catch (...) {
+    error = "an unknown exception";
+  }
+  if (ranks.max(error.empty() ? 0 : 1) == 0) return;
+  const std::vector<Bytes> errors = ranks.all_gather(Bytes(error.begin(), error.end()));
+  for (std::size_t r = 0; r < errors.size(); ++r) {
+    if (!errors[r].empty()) {
+      throw RankFailure(fmt::format("rank {} of {}: {}", r, ranks.size(), std::string(errors[r].begin(), errors[r].end())));
+    }
+  }
+}
+
+// Who this explorer's states are: the table's rows, the flat state's size, and the
+// fingerprints of the empty program and its successors. A build whose model or encoding
+// differs (so its fingerprints mean other states) has another identity, whatever its version.
+std::uint64_t model_identity(const SearchOptions& options, const ModelState& root) {
+  XXH64_state_t* hash = XXH64_createState();
+  XXH64_reset(hash, 0);
+  for (const auto& row : statemachine::Machine::rows().rows()) {
+    const std::string text = row.to_string();
+    XXH64_update(hash, text.data(), text.size());
+  }
+  const std::uint64_t size = sizeof(ModelState);
+  XXH64_update(hash, &size, sizeof size);
+  ModelRunner runner(options.semantics, options.checks, options.canonical_ids);
+  auto state = std::make_unique<ModelState>();
+  std::vector<Statement> alphabet;
+  next_statements(root.facts, options.alphabet, alphabet);
+  std::vector<std::uint64_t> fingerprints = {runner.fingerprint(root)};
+  for (const Statement& s : alphabet) {
+    runner.copy(*state, root);
+    runner.apply(*state, s);
+    fingerprints.push_back(runner.fingerprint(*state));
+  }
+  XXH64_update(hash, fingerprints.data(), fingerprints.size() * sizeof(std::uint64_t));
+  const std::uint64_t identity = XXH64_digest(hash);
+  XXH64_freeState(hash);
+  return identity;
+}
+
+}  // namespace
+
+void RankSearch::open_snapshot_dir() {
+  identity_ = snapshot_identity(options_, ranks_.size(), model_identity(options_, *root_));
+  agreed(ranks_, [&] {
+    prepare_snapshot_dir(options_.snapshot_dir);
+    if (!options_.resume && me() == 0) {
+      if (const auto manifest = read_manifest(options_.snapshot_dir)) {
+        throw SnapshotError(fmt::format(
+            "'{}' already holds a snapshot (of layer {}): resume it with --resume, or give an empty directory",
+            options_.snapshot_dir, manifest->layer));
+      }
+    }
+  });
+}
+
+// Every rank's file of the layer just completed, then the manifest naming it (rank 0), then
+// the files of the layer before are removed.
+void RankSearch::save_snapshot() {
+  const int layer = state_.depth_done;
+  const std::size_t ranks = static_cast<std::size_t>(ranks_.size());
+  std::vector<std::uint64_t> checksums(ranks, 0);
+  agreed(ranks_, [&] {
+    SnapshotWriter out(rank_file(options_.snapshot_dir, layer, me(), ranks_.size()));
+    save_rank_state(state_, identity_, me(), out);
+    checksums[static_cast<std::size_t>(me())] = out.commit();
+  });
+  test_fault("rank-file-written", layer, me());
+  ranks_.all_reduce(checksums.data(), ranks, Ranks::Reduce::Sum);  // each rank gave its own, zeros elsewhere
+  agreed(ranks_, [&] {
+    if (me() == 0) write_manifest(options_.snapshot_dir, Manifest{identity_, layer, checksums});
+  });
+  test_fault("manifest-written", layer, me());
+  // The files of earlier layers (also those a killed run may have left behind).
+  for (int earlier = 0; earlier < layer; ++earlier) remove_file(rank_file(options_.snapshot_dir, earlier, me(), ranks_.size()));
+}
+
+void RankSearch::resume() {
+  int layer = 0;
+  agreed(ranks_, [&] {
+    const auto manifest = read_manifest(options_.snapshot_dir);
+    if (!manifest) {
+      throw SnapshotError(fmt::format("'{}' holds no snapshot to resume (no manifest)", options_.snapshot_dir));
+    }
+    check_identity(manifest->identity, identity_, fmt::format("the snapshot in '{}'", options_.snapshot_dir));
+    layer = manifest->layer;
+    SnapshotReader in(rank_file(options_.snapshot_dir, layer, me(), ranks_.size()));
+    load_rank_state(state_, identity_, me(), layer, in);
+    if (in.finish() != manifest->checksums[static_cast<std::size_t>(me())]) {
+      throw SnapshotError(fmt::format("'{}' is not the file the manifest of '{}' names (their checksums differ)",
+                                      in.path(), options_.snapshot_dir));
+    }
+  });
+  result_.resumed_from_layer = layer;
+}
+}  // namespace fp8sm::explorer
