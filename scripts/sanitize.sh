@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # CI's sanitizer stage: builds everything in build-sanitize/ (scripts/configure-sanitize.sh:
 # clang, ASan, UBSan, no GPU backend) and runs every test there but the long exhaustive
-# verdicts (label "exhaustive") and the installed-package test (label "install": the program it
-# builds against the install would need the sanitizers' flags too). Needs scripts/setup.sh's
-# packages (clang-14 among them).
+# verdicts (label "exhaustive"), the installed-package test (label "install": the program it
+# builds against the install would need the sanitizers' flags too) and the multi-process
+# search's report comparisons through mpirun (label "mpi-report": a dozen depth-5 searches;
+# the in-process ranks of tests/test_distributed_search.cpp make the same comparisons here).
+# Needs scripts/setup.sh's packages (clang-14 among them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/configure-sanitize.sh
@@ -14,4 +16,4 @@ cd build-sanitize
 export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1
 export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --output-on-failure -j"$(nproc)" -LE "exhaustive|install"
+ctest --output-on-failure -j"$(nproc)" -LE "exhaustive|install|mpi-report"
