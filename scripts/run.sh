@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up, build, and run the explorer on its default model:
 # every program of up to 6 statements under fp8sm (exit 0: no invariant violated). Extra
-# arguments go to the explorer (e.g. --depth 4 --semantics upstream). Depth 6 takes under 20
-# seconds and 450 MiB on two cores once built (docs/performance.md).
+# arguments go to the explorer (e.g. --depth 4 --semantics upstream). Depth 6 takes 15 to 20
+# seconds and 190 MiB on two cores once built (docs/performance.md). The same search on two
+# processes: mpirun -np 2 build/explorer/explorer --depth 6 (docs/explorer.md, "Many processes").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
