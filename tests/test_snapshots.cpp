@@ -3,6 +3,7 @@
 // incomplete or mismatched snapshot is refused with exit 2 and one line saying why.
 #include <gtest/gtest.h>
 #include <xxhash.h>
+#include <fmt/core.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -89,18 +90,18 @@ void rewrite_manifest_line(const std::string& dir, const std::string& key, const
 }
 
 TEST_F(Snapshots, AResumedSearchEndsWithTheUninterruptedResult) {
-  SearchOptions o = test_support::search_options(Semantics::Upstream, 5);
+  SearchOptions o = test_support::search_options(Semantics::Upstream, 4);
   o.coverage = true;
   const std::string expected = report(o, explorer::search(o));
   o.snapshot_dir = dir("s");
   EXPECT_EQ(report(o, explorer::search(o)), expected);
   // The last complete layer but the last is kept, with nothing of the layers before it.
-  EXPECT_EQ(manifest_layer(o.snapshot_dir), 4);
-  EXPECT_TRUE(fs::exists(explorer::rank_file(o.snapshot_dir, 4, 0, 1)));
-  for (int layer = 0; layer < 4; ++layer) EXPECT_FALSE(fs::exists(explorer::rank_file(o.snapshot_dir, layer, 0, 1)));
+  EXPECT_EQ(manifest_layer(o.snapshot_dir), 3);
+  EXPECT_TRUE(fs::exists(explorer::rank_file(o.snapshot_dir, 3, 0, 1)));
+  for (int layer = 0; layer < 3; ++layer) EXPECT_FALSE(fs::exists(explorer::rank_file(o.snapshot_dir, layer, 0, 1)));
   o.resume = true;
   const explorer::SearchResult resumed = explorer::search(o);
-  EXPECT_EQ(resumed.resumed_from_layer, 4);
+  EXPECT_EQ(resumed.resumed_from_layer, 3);
   EXPECT_EQ(report(o, resumed), expected);
 }
 
@@ -122,20 +123,22 @@ TEST_F(Snapshots, ManyRanksResumeAsTheyWrote) {
   for (int rank = 0; rank < 3; ++rank) EXPECT_TRUE(fs::exists(explorer::rank_file(o.snapshot_dir, 3, rank, 3)));
 }
 
-// kill -9 after the snapshot of layer 3 is complete, and while the snapshot of layer 4 is half
-// written (the rank's file in place, the manifest not yet): both resume from layer 3.
+// kill -9 after the snapshot of layer 3 is complete, and while the snapshot of layer 3 is half
+// written (the rank's file in place, the manifest not yet): they resume from layers 3 and 2.
 TEST_F(Snapshots, AKilledRunResumesToTheUninterruptedResult) {
-  const std::string search = "--depth 5 --semantics upstream --coverage";
+  const std::string search = "--depth 4 --semantics upstream --coverage";
   const ExplorerRun uninterrupted = explorer_run(search);
   ASSERT_EQ(uninterrupted.status, 1);
-  for (const std::string fault : {"kill manifest-written 3", "kill rank-file-written 4"}) {
+  for (const auto& [fault, layer] : {std::pair<std::string, int>{"kill manifest-written 3", 3},
+                                     std::pair<std::string, int>{"kill rank-file-written 3", 2}}) {
     const std::string d = dir(fault.substr(5, 8));
     const ExplorerRun killed = explorer_run(search + " --snapshot " + d, "FP8SM_TEST_FAULT='" + fault + "'");
     EXPECT_EQ(killed.status, 128 + 9) << fault << ": " << killed.out;  // the shell's status for SIGKILL
-    EXPECT_EQ(manifest_layer(d), 3) << fault;
+    EXPECT_EQ(manifest_layer(d), layer) << fault;
     const ExplorerRun resumed = explorer_run(search + " --resume " + d);
     EXPECT_EQ(resumed.status, 1) << resumed.out;
-    EXPECT_NE(resumed.out.find("explorer: resumed from layer 3 of the snapshot in"), std::string::npos);
+    EXPECT_NE(resumed.out.find(fmt::format("explorer: resumed from layer {} of the snapshot in", layer)),
+              std::string::npos);
     const std::string resumed_report = resumed.out.substr(resumed.out.find('\n') + 1);
     EXPECT_EQ(without_totals(resumed_report), without_totals(uninterrupted.out)) << fault;
   }

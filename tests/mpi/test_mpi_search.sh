@@ -7,7 +7,7 @@
 #                          same as the one-process search, but for the lines and fields a run
 #                          measures (time, memory, the ranks' own figures)
 #   kill-and-resume        one rank killed (kill -9) after layer 3, then every rank killed while
-#                          writing layer 4: the job ends at once naming the rank, and resuming
+#                          writing layer 3: the job ends at once naming the rank, and resuming
 #                          gives the uninterrupted result
 #   faults                 a rank that fails, or runs out of its --max-memory share: one line naming
 #                          it; a snapshot of 2 ranks resumed by 3 is refused; non-search commands
@@ -67,7 +67,7 @@ case "$case_name" in
     done
     ;;
   kill-and-resume)
-    search=(--depth 5 --semantics upstream --coverage)
+    search=(--depth 4 --semantics upstream --coverage)
     "$explorer" "${search[@]}" >"$work/single.txt" || true
     # Rank 1 dies (kill -9) once layer 3 is saved: mpirun ends the job, naming the rank.
     FP8SM_TEST_FAULT="kill manifest-written 3 1" mpi 2 "${search[@]}" --snapshot "$work/one"
@@ -77,10 +77,10 @@ case "$case_name" in
     mpi 2 "${search[@]}" --resume "$work/one"
     grep -q "resumed from layer 3" "$work/err" || fail "not resumed from layer 3"
     diff <(report "$work/single.txt") <(report "$work/out") || fail "resumed after a killed rank: another report"
-    # Every rank dies while layer 4 is half written (their files in place, no manifest yet).
-    FP8SM_TEST_FAULT="kill rank-file-written 4" mpi 2 "${search[@]}" --snapshot "$work/all"
+    # Every rank dies while layer 3 is half written (their files in place, no manifest yet).
+    FP8SM_TEST_FAULT="kill rank-file-written 3" mpi 2 "${search[@]}" --snapshot "$work/all"
     [ "$status" -ne 0 ] || fail "a killed job exited 0"
-    grep -q '^layer 3$' "$work/all/manifest" || fail "a half-written layer 4 replaced layer 3"
+    grep -q '^layer 2$' "$work/all/manifest" || fail "a half-written layer 3 replaced layer 2"
     mpi 2 "${search[@]}" --resume "$work/all"
     diff <(report "$work/single.txt") <(report "$work/out") || fail "resumed after every rank was killed: another report"
     ;;
