@@ -156,13 +156,16 @@ class Driver {
     }
     return fire(spec::ModuleEndForward{m});
   }
-  // A node without table events of its own (an activation), recorded if grad is on.
-  void function_recorded(Payload payload) {
+  // A node without table events of its own (an activation), recorded if grad is on. One that
+  // saves no tensor for its backward (a sum) packs nothing through a saved-tensor hook, so it
+  // has no slot in a non-reentrant frame and its backward unpacks nothing (torch calls the
+  // hooks per saved tensor, not per node).
+  void function_recorded(Payload payload, bool saves_tensors = true) {
     if (!machine_->grad_enabled()) return;
     NodeT node;
     node.kind = NodeT::Kind::Function;
     node.payload = std::move(payload);
-    record_node(std::move(node));
+    record_node(std::move(node), saves_tensors);
   }
 
   // ---- checkpoints (§3.5) --------------------------------------------------------------------
@@ -556,10 +559,10 @@ class Driver {
 
   // The node's saved tensors go through the innermost saved-tensor hook (spec §3.5): into the
   // next slot of the frame whose original forward is running, or into a recompute's slots.
-  void record_node(NodeT node) {
+  void record_node(NodeT node, bool saves_tensors = true) {
     node.id = state_->next_node;
     state_->next_node = statemachine::to_id<S>(state_->next_node + 1u);
-    if (!state_->packs.empty()) {
+    if (saves_tensors && !state_->packs.empty()) {
       const PackTarget<Traits> target = state_->packs.back();
       Frame& frame = state_->frames[target.frame];
       if (target.recompute) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <type_traits>
 #include <typeinfo>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -35,6 +36,7 @@ Context::Context(Recipe recipe, std::unique_ptr<Backend> backend, spec::Semantic
       driver_state_(std::make_unique<driver::DriverState<RuntimeTraits>>()),
       driver_(std::make_unique<Driver>(*machine_, *this, *silent_, *driver_state_)) {
   if (!backend_) throw std::invalid_argument("Context: no backend");
+  new_chain();
 }
 
 Context::~Context() = default;
@@ -68,9 +70,25 @@ void Context::event_fired(const spec::AnyEvent& event, const std::optional<spec:
   }
 }
 
-// A recompute: the checkpoint's function again, on its input; what it returns is not used.
+// A recompute: the checkpoint's function again, on the same input tensors, so that the
+// gradients its recomputed nodes pass back reach them. A reentrant checkpoint's recompute is
+// backpropagated next, from its output: that output's gradient is the checkpoint node's. The
+// chain is the forward's while the function runs (its Matrix ops read it), and after it as
+// before.
 driver::Done Context::run_body(const RuntimeTraits::Body& body) {
-  body->function(body->input);
+  const Chain outer = chain_;
+  Tensor output;
+  try {
+    output = body->function(body->inputs);
+  } catch (...) {
+    chain_ = outer;
+    throw;
+  }
+  chain_ = outer;
+  if (body->output != 0) {
+    const auto found = grads_.find(body->output);
+    if (found != grads_.end()) add_gradient(output.id, found->second);
+  }
   return driver::Done::Normally;
 }
 
@@ -106,7 +124,7 @@ ModuleId Context::add_module(const std::string& name) {
   return static_cast<ModuleId>(modules_.size() - 1);
 }
 
-Matrix Context::run_module(ModuleId m, const ModuleCompute& compute) {
+Tensor Context::run_module(ModuleId m, std::vector<TensorId> inputs, const ModuleCompute& compute) {
   // The misuse check comes before any event, so that a refused call changes nothing. Whether
   // the run is FP8 is what prepare_forward will read: the innermost autocast's flag.
   if (recipe_.reduce_amax && machine_->fp8_enabled() && !region_runs_.empty() && region_runs_.back().count(m) != 0) {
@@ -125,19 +143,47 @@ Matrix Context::run_module(ModuleId m, const ModuleCompute& compute) {
     completes(driver_->module_forward_failed(m));
     throw;
   }
+  const TensorId output = new_tensor();
+  result.second->inputs = std::move(inputs);
+  result.second->output = output;
+  const bool records = machine_->grad_enabled();  // the driver records the node if grad is on
   completes(driver_->module_forward_end(m, std::move(result.second)));
-  return std::move(result.first);
+  if (records) recorded_output_ = output;
+  return Tensor{std::move(result.first), output};
 }
 
-void Context::record_function(std::shared_ptr<NodeFunction> function) { driver_->function_recorded(std::move(function)); }
+Tensor Context::record_function(Matrix output, std::vector<TensorId> inputs, std::shared_ptr<NodeFunction> function) {
+  const TensorId id = new_tensor();
+  function->inputs = std::move(inputs);
+  function->output = id;
+  if (machine_->grad_enabled()) recorded_output_ = id;
+  const bool saves = function->saves_tensors();
+  driver_->function_recorded(std::move(function), saves);
+  return Tensor{std::move(output), id};
+}
+
+Tensor Context::input(Matrix value) { return Tensor{std::move(value), new_tensor()}; }
+
+Matrix Context::chain_output(Tensor output) {
+  if (output.id == recorded_output_) chain_.end = output.id;
+  return std::move(output.value);
+}
+
+// A new graph's chain starts at a leaf of its own.
+void Context::new_chain() {
+  chain_.start = chain_.end = new_tensor();
+  recorded_output_ = 0;
+}
 
 Context::TapeMark Context::mark() const {
   const driver::TapeMark<statemachine::GrowableStorage> m = driver_->mark();
-  return {m.generation, m.size};
+  return {m.generation, m.size, chain_.end};
 }
 
 void Context::discard_since(const TapeMark& mark) {
+  const bool same_graph = driver_->mark().generation == mark.generation;
   completes(driver_->discard_since(driver::TapeMark<statemachine::GrowableStorage>{mark.generation, static_cast<std::uint32_t>(mark.size)}));
+  if (same_graph) chain_.end = mark.chain_end;  // what was recorded since is gone from the chain too
 }
 bool Context::has_recorded() const { return driver_->has_recorded(spec::kCurrentGraph); }
 bool Context::in_recompute() const { return driver_->recompute_depth() > 0; }
@@ -150,13 +196,34 @@ bool Context::has_recorded(const std::string& tape) const {
 // ---- backward -------------------------------------------------------------------------------
 
 Matrix Context::backward(const Matrix& grad_output, bool retain_graph) {
-  return run_backward(spec::kCurrentGraph, grad_output, retain_graph, "backward");
+  const Chain chain = chain_;
+  run_backward(spec::kCurrentGraph, chain.end, grad_output, retain_graph, "backward");
+  const auto found = grads_.find(chain.start);
+  return found != grads_.end() ? found->second : Matrix{};
 }
 
 Matrix Context::backward(const std::string& tape, const Matrix& grad_output, bool retain_graph) {
   const auto found = tapes_.find(tape);
   if (found == tapes_.end()) throw MisuseError(fmt::format("backward: no graph was saved as '{}' (save_graph first)", tape));
-  return run_backward(found->second, grad_output, retain_graph, fmt::format("backward of tape '{}'", tape));
+  const Chain chain = tape_chains_.at(found->second);
+  run_backward(found->second, chain.end, grad_output, retain_graph, fmt::format("backward of tape '{}'", tape));
+  const auto start = grads_.find(chain.start);
+  return start != grads_.end() ? start->second : Matrix{};
+}
+
+void Context::backward(const Tensor& loss, const Matrix& grad_output, bool retain_graph) {
+  run_backward(spec::kCurrentGraph, loss.id, grad_output, retain_graph, "backward");
+}
+
+void Context::backward(const std::string& tape, const Tensor& loss, const Matrix& grad_output, bool retain_graph) {
+  const auto found = tapes_.find(tape);
+  if (found == tapes_.end()) throw MisuseError(fmt::format("backward: no graph was saved as '{}' (save_graph first)", tape));
+  run_backward(found->second, loss.id, grad_output, retain_graph, fmt::format("backward of tape '{}'", tape));
+}
+
+Matrix Context::gradient(const Tensor& tensor) const {
+  const auto found = grads_.find(tensor.id);
+  return found != grads_.end() ? found->second : Matrix{};
 }
 
 void Context::save_graph(const std::string& tape) {
@@ -169,21 +236,80 @@ void Context::save_graph(const std::string& tape) {
     found = tapes_.emplace(tape, static_cast<std::uint16_t>(tapes_.size())).first;
   }
   completes(driver_->save(found->second));
+  tape_chains_[found->second] = chain_;
+  new_chain();
 }
 
-Matrix Context::run_backward(std::uint16_t tape, const Matrix& grad_output, bool retain_graph, const std::string& what) {
+void Context::check_leads_to(std::uint16_t tape, TensorId loss, const std::string& what) const {
+  const auto& graph = tape == spec::kCurrentGraph ? driver_state_->step_graph : driver_state_->tapes[tape];
+  std::unordered_map<TensorId, bool> leads{{loss, true}};  // the tensors whose gradient backward computes
+  bool loss_written = false;
+  for (std::size_t i = graph.nodes.size(); i-- > 0;) {
+    const NodeFunction& node = *graph.nodes[i].payload;
+    loss_written = loss_written || node.output == loss;
+    if (leads.count(node.output) == 0) {
+      throw MisuseError(fmt::format(
+          "{}: recorded node #{} (of {}) does not lead to the loss: torch would not run its backward, which the state "
+          "machine would count (every op recorded in the graph must feed the loss)",
+          what, i, graph.nodes.size()));
+    }
+    for (TensorId input : node.inputs) leads[input] = true;
+  }
+  if (!graph.nodes.empty() && !loss_written) {
+    throw MisuseError(fmt::format("{}: the loss is not written by the graph it backpropagates", what));
+  }
+}
+
+void Context::run_backward(std::uint16_t tape, TensorId loss, const Matrix& grad_output, bool retain_graph,
+                           const std::string& what) {
   if (checkpoints_open_ > 0 || driver_->recompute_depth() > 0) {
     throw MisuseError(fmt::format("{}: inside a checkpoint's function (its recompute would run the backward again)", what));
   }
   require_finite(grad_output, fmt::format("{}: grad_output", what));
-  grad_ = grad_output;
+  check_leads_to(tape, loss, what);
+  grads_.clear();
+  grads_[loss] = grad_output;
+  // Without retain the pass frees the current graph (also when it raises): the next forward
+  // records a new one, on a new chain.
+  const bool frees_current = !retain_graph && tape == spec::kCurrentGraph;
   try {
     completes(driver_->backward(tape, retain_graph));
   } catch (...) {
-    grad_ = Matrix{};
+    grads_.clear();
+    if (frees_current) new_chain();
     throw;
   }
-  return std::exchange(grad_, Matrix{});
+  if (frees_current) new_chain();
+}
+
+// A node's backward: the gradient its output collected from all its consumers (complete: they
+// all ran before it) in, its inputs' gradients out, each added to what that input collected.
+void Context::node_backward(NodeFunction& node) {
+  const auto found = grads_.find(node.output);
+  if (found == grads_.end()) {
+    throw std::logic_error(fmt::format("backward: tensor #{} has no gradient when the node that wrote it runs", node.output));
+  }
+  const Matrix gradient = std::move(found->second);
+  grads_.erase(found);
+  std::vector<Matrix> inputs = node.backward(gradient);
+  if (inputs.size() != node.inputs.size()) {
+    throw std::logic_error(fmt::format("backward: a node read {} tensors and returned {} gradients", node.inputs.size(),
+                                       inputs.size()));
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) add_gradient(node.inputs[i], std::move(inputs[i]));
+}
+
+// The first gradient a tensor gets is kept as it is, later ones are added to it, in the order
+// they come: the same order with any checkpointing, so the same bits.
+void Context::add_gradient(TensorId tensor, Matrix gradient) {
+  auto [at, first] = grads_.try_emplace(tensor, std::move(gradient));
+  if (first) return;
+  Matrix& sum = at->second;
+  if (sum.rows != gradient.rows || sum.cols != gradient.cols) {
+    throw std::logic_error(fmt::format("backward: gradients of tensor #{} of shapes {}x{} and {}x{}", tensor, sum.rows,
+                                       sum.cols, gradient.rows, gradient.cols));
+  }
+  for (std::size_t i = 0; i < sum.values.size(); ++i) sum.values[i] += gradient.values[i];
 }
 
 StepCounts Context::end_step() {
@@ -193,6 +319,7 @@ StepCounts Context::end_step() {
   }
   completes(driver_->end_step());  // what was recorded and never backpropagated
   driver_->forget_unreachable();
+  new_chain();
   const StepCounts done = counts_;
   counts_ = StepCounts{};
   return done;

@@ -25,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "runtime/backend.hpp"
 #include "runtime/node_function.hpp"
 #include "runtime/recipe.hpp"
+#include "runtime/tensor.hpp"
 #include "spec/events.hpp"
 #include "spec/semantics.hpp"
 #include "spec/step_result.hpp"
@@ -59,7 +61,9 @@ class Autocast;
 class NoGrad;
 class Context;
 enum class CheckpointMode { Reentrant, NonReentrant };
+// A checkpointed function of one matrix, on the chain (below), and of any tensors of the graph.
 using CheckpointFunction = std::function<Matrix(const Matrix&)>;
+using GraphFunction = std::function<Tensor(const std::vector<Tensor>&)>;
 
 struct StepCounts {
   int forward_updates = 0;
@@ -85,10 +89,12 @@ struct FiredEvent {
   std::vector<std::uint16_t> rows;
 };
 
-// A checkpoint's function and its input, what its recomputes run again.
+// A checkpoint's function and its inputs, what its recomputes run again; for a reentrant
+// checkpoint, the tensor its node wrote (whose gradient seeds the recompute's backward).
 struct CheckpointBody {
-  CheckpointFunction function;
-  Matrix input;
+  GraphFunction function;
+  std::vector<Tensor> inputs;
+  TensorId output = 0;
 };
 
 // The runtime as the driver's host: a node keeps its function, a checkpoint's body is shared
@@ -100,6 +106,17 @@ struct RuntimeTraits {
   using Body = std::shared_ptr<const CheckpointBody>;
 };
 
+// The graph: every op takes tensors (tensor.hpp) and returns one; its node records which it
+// read and which it wrote, so a tensor may feed several ops (a residual) and an op read several
+// tensors (an attention's output projection and its residual). A backward pass visits the
+// recorded nodes in torch's order (each once all its consumers have passed it their gradients;
+// among those ready, the most recently recorded first: for a graph recorded as the program ran,
+// exactly the reverse of recording) and sums each tensor's gradients in the order they come.
+//
+// The chain: the ops that take a Matrix (Linear::forward(Matrix), relu(Matrix),
+// checkpoint(..., Matrix)) read the tensor the last recorded op wrote and, when they record a
+// node, write the next one: a chain of nodes, each turning its output's gradient into its
+// input's, as programs wrote before tensors existed. backward(Matrix) starts at the chain's end.
 class Context : private statemachine::Hooks {
  public:
   explicit Context(Recipe recipe, std::unique_ptr<Backend> backend = make_cpu_backend(),
@@ -108,10 +125,24 @@ class Context : private statemachine::Hooks {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // One backward pass over what the step recorded, from the gradient of the last output.
-  // Returns the gradient of the first input. Without retain_graph the graph is freed: the
-  // next forward records a new one, and a backward before that is an empty pass (it returns
-  // grad_output). Throws MisuseError while a checkpoint's function is running.
+  // A leaf of the graph: a value the program feeds in (its gradient is kept: gradient()).
+  Tensor input(Matrix value);
+
+  // One backward pass over the graph recorded so far, from `loss` with gradient grad_output
+  // (its shape). Every recorded node must lead to `loss` (torch would not run the backward of
+  // one that does not, which the table would count): MisuseError otherwise, before any event.
+  // Without retain_graph the graph is freed: the next forward records a new one. Throws
+  // MisuseError while a checkpoint's function is running.
+  void backward(const Tensor& loss, const Matrix& grad_output, bool retain_graph = false);
+  void backward(const std::string& tape, const Tensor& loss, const Matrix& grad_output, bool retain_graph = false);
+  // The gradient the last backward pass summed at `tensor` (a leaf: an input), or an empty
+  // matrix if none reached it. The gradients of a node's output are freed once the node ran.
+  Matrix gradient(const Tensor& tensor) const;
+
+  // One backward pass over the chain, from the gradient of its last output. Returns the
+  // gradient of its first input. Without retain_graph the graph is freed: the next forward
+  // records a new one, and a backward before that is an empty pass (it returns grad_output).
+  // Throws MisuseError while a checkpoint's function is running.
   Matrix backward(const Matrix& grad_output, bool retain_graph = false);
   // Closes the graph recorded so far under `tape` (a finished micro-batch loss; a graph saved
   // before under that name is dropped); the next forward records a new graph. Saved graphs
@@ -132,6 +163,7 @@ class Context : private statemachine::Hooks {
   struct TapeMark {
     std::uint32_t generation;
     std::size_t size;
+    TensorId chain_end;  // the chain's end then
   };
   TapeMark mark() const;
   void discard_since(const TapeMark& mark);
@@ -170,8 +202,9 @@ class Context : private statemachine::Hooks {
   friend class Autocast;
   friend class NoGrad;
   friend class LinearNode;
+  friend Tensor checkpoint(Context&, CheckpointMode, const GraphFunction&, const std::vector<Tensor>&);
   friend Matrix checkpoint(Context&, CheckpointMode, const CheckpointFunction&, const Matrix&);
-  friend Matrix relu(Context&, const Matrix&);
+  friend class Ops;
 
   enum class ScopeKind { Autocast, NoGrad, Checkpoint };
   struct OpenScope {
@@ -181,12 +214,21 @@ class Context : private statemachine::Hooks {
 
   // Modules.
   spec::ModuleId add_module(const std::string& name);
-  // A module forward (spec §3.2): prepare, the casts (`compute(fp8)` returns the output and
-  // the node's function), the claim with the node's recording, end_forward.
+  // A module forward (spec §3.2) reading `inputs`: prepare, the casts (`compute(fp8)` returns
+  // the output and the node's function), the claim with the node's recording, end_forward.
   using ModuleCompute = std::function<std::pair<Matrix, std::shared_ptr<NodeFunction>>(bool fp8)>;
-  Matrix run_module(spec::ModuleId m, const ModuleCompute& compute);
+  Tensor run_module(spec::ModuleId m, std::vector<TensorId> inputs, const ModuleCompute& compute);
   ModuleMeta& meta(spec::ModuleId m) { return modules_.at(m); }
-  void record_function(std::shared_ptr<NodeFunction> function);
+  // An op without table events of its own (an activation, a sum, a norm), its node recorded
+  // if grad is on: its output tensor.
+  Tensor record_function(Matrix output, std::vector<TensorId> inputs, std::shared_ptr<NodeFunction> function);
+
+  // The chain (above): the tensor a Matrix op reads, and its end moved to what it wrote if it
+  // recorded a node.
+  Tensor chain_input(const Matrix& x) const { return Tensor{x, chain_.end}; }
+  Matrix chain_output(Tensor output);
+  TensorId new_tensor() { return ++last_tensor_; }
+  void new_chain();
 
   // Scopes: the order the program opens and leaves them in (no events).
   std::size_t open_scope(ScopeKind kind);
@@ -196,9 +238,15 @@ class Context : private statemachine::Hooks {
   void exit_autocast();
   void grad_push(bool enabled);
   void grad_pop();
-  Matrix run_checkpoint(CheckpointMode mode, const CheckpointFunction& function, const Matrix& input);
+  Tensor run_checkpoint(CheckpointMode mode, const GraphFunction& function, const std::vector<Tensor>& inputs);
 
-  Matrix run_backward(std::uint16_t tape, const Matrix& grad_output, bool retain_graph, const std::string& what);
+  // A pass over `tape` from tensor `loss`; the gradients it leaves stay in grads_.
+  void run_backward(std::uint16_t tape, TensorId loss, const Matrix& grad_output, bool retain_graph,
+                    const std::string& what);
+  // MisuseError unless every node of `tape` leads to `loss`.
+  void check_leads_to(std::uint16_t tape, TensorId loss, const std::string& what) const;
+  void add_gradient(TensorId tensor, Matrix gradient);
+  void node_backward(NodeFunction& node);
 
   // The driver's host.
   [[noreturn]] void raise(const spec::AnyEvent* event, spec::RaisedException raised);
@@ -206,7 +254,7 @@ class Context : private statemachine::Hooks {
   driver::Done run_body(const RuntimeTraits::Body& body);
   static void completes(driver::Done done);
   template <class NodeT>
-  void node_gradient(NodeT& node) { grad_ = node.payload->backward(grad_); }
+  void node_gradient(NodeT& node) { node_backward(*node.payload); }
   void drop_saved(std::shared_ptr<NodeFunction>& function) { function->drop_saved(); }
   template <class NodeT, class SlotT>
   void take_saved(NodeT& node, SlotT& slot, spec::CaptureId capture) { take_twin(*node.payload, slot.twin, node.slot, capture); }
@@ -250,7 +298,17 @@ class Context : private statemachine::Hooks {
   std::vector<bool> autocast_opens_region_;
   std::vector<std::set<spec::ModuleId>> region_runs_;
 
-  Matrix grad_;  // the gradient a backward pass carries from node to node
+  // The graph's tensors: the last id handed out; the chain's first tensor and its end, of the
+  // current graph and of each saved tape; what the node recorded last wrote.
+  struct Chain {
+    TensorId start = 0;
+    TensorId end = 0;
+  };
+  TensorId last_tensor_ = 0;
+  Chain chain_;
+  std::map<std::uint16_t, Chain> tape_chains_;
+  TensorId recorded_output_ = 0;
+  std::unordered_map<TensorId, Matrix> grads_;  // a backward pass's gradients, per tensor
   StepCounts counts_;
   std::vector<FiredEvent>* event_log_ = nullptr;
   std::vector<std::uint16_t> rows_taken_;  // by the event being fired, while logging

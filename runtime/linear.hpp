@@ -18,6 +18,8 @@ class Linear {
          std::uint64_t seed = 0);
 
   // x: batch x in_features. Throws std::invalid_argument for a wrong shape or a NaN/infinity.
+  Tensor forward(const Tensor& x);
+  // The same on the chain (context.hpp).
   Matrix forward(const Matrix& x);
 
   spec::ModuleId id() const { return id_; }

@@ -1,24 +1,37 @@
 // What one autograd node of the runtime keeps for its backward, and how it computes it. The
 // tape itself (its order, its checkpoints, what backward visits) is the driver's
-// (driver/tape.hpp): a node's function is the runtime's payload on it.
+// (driver/tape.hpp): a node's function is the runtime's payload on it, and the node's place in
+// the graph (the tensors it read and wrote) is here.
 #pragma once
 
-#include "runtime/matrix.hpp"
+#include <vector>
+
+#include "runtime/tensor.hpp"
 
 namespace fp8sm::runtime {
 
 class NodeFunction {
  public:
   virtual ~NodeFunction() = default;
-  // The gradient of the node's input from the gradient of its output.
-  virtual Matrix backward(const Matrix& grad_output) = 0;
+  // The gradients of the node's inputs, one per input in `inputs` order, from the gradient of
+  // its output.
+  virtual std::vector<Matrix> backward(const Matrix& grad_output) = 0;
   // A non-reentrant checkpoint's hook discards what a node saves in its forward; its
-  // recompute records twins, whose saved tensors the originals take at their unpack.
+  // recompute records twins, whose saved tensors the originals take at their unpack (never
+  // their place in the graph: `inputs` and `output` stay the original's).
   virtual void drop_saved() = 0;
   virtual void take_saved(NodeFunction& twin) = 0;
   // Whether `twin` (recorded by a recompute at this node's slot) saved what this node needs:
   // the same kind of node (and, for a module, the same module).
   virtual bool is_twin(const NodeFunction& twin) const = 0;
+  // Whether its forward saves tensors for its backward (torch's save_for_backward): a node
+  // that saves none (a sum) has no slot in a non-reentrant checkpoint's frame, and visiting it
+  // in backward recomputes nothing.
+  virtual bool saves_tensors() const { return true; }
+
+  // Set by the context when it records the node.
+  std::vector<TensorId> inputs;
+  TensorId output = 0;
 };
 
 }  // namespace fp8sm::runtime

@@ -55,12 +55,12 @@ NoGrad::~NoGrad() noexcept(false) { leave_from_destructor(*this, open_, uncaught
 
 // ---- checkpoint ---------------------------------------------------------------------------
 
-Matrix checkpoint(Context& context, CheckpointMode mode, const CheckpointFunction& function, const Matrix& input) {
+Tensor checkpoint(Context& context, CheckpointMode mode, const GraphFunction& function, const std::vector<Tensor>& inputs) {
   if (!function) throw std::invalid_argument("checkpoint: no function");
   const std::size_t id = context.open_scope(Context::ScopeKind::Checkpoint);
-  Matrix output;
+  Tensor output;
   try {
-    output = context.run_checkpoint(mode, function, input);
+    output = context.run_checkpoint(mode, function, inputs);
   } catch (...) {
     context.close_scope(Context::ScopeKind::Checkpoint, id);
     throw;
@@ -69,33 +69,16 @@ Matrix checkpoint(Context& context, CheckpointMode mode, const CheckpointFunctio
   return output;
 }
 
-// ---- relu ---------------------------------------------------------------------------------
-
-namespace {
-class ReluNode final : public NodeFunction {
- public:
-  explicit ReluNode(Matrix input) : input_(std::move(input)) {}
-  Matrix backward(const Matrix& grad_output) override {
-    Matrix grad = grad_output;
-    for (std::size_t i = 0; i < grad.values.size(); ++i) {
-      if (!(input_.values[i] > 0.0f)) grad.values[i] = 0.0f;
-    }
-    return grad;
-  }
-  void drop_saved() override { input_ = Matrix{}; }
-  void take_saved(NodeFunction& twin) override { input_ = static_cast<ReluNode&>(twin).input_; }
-  bool is_twin(const NodeFunction& twin) const override { return dynamic_cast<const ReluNode*>(&twin) != nullptr; }
-
- private:
-  Matrix input_;
-};
-}  // namespace
-
-Matrix relu(Context& context, const Matrix& x) {
-  Matrix y = x;
-  for (float& v : y.values) v = v > 0.0f ? v : 0.0f;
-  context.record_function(std::make_shared<ReluNode>(x));
-  return y;
+// The function's Matrix ops read the chain from the checkpoint's input tensor, in its forward
+// and in its recompute alike.
+Matrix checkpoint(Context& context, CheckpointMode mode, const CheckpointFunction& function, const Matrix& input) {
+  if (!function) throw std::invalid_argument("checkpoint: no function");
+  GraphFunction on_chain = [&context, function](const std::vector<Tensor>& inputs) {
+    context.chain_.end = inputs[0].id;
+    Matrix output = function(inputs[0].value);
+    return Tensor{std::move(output), context.chain_.end};
+  };
+  return context.chain_output(checkpoint(context, mode, on_chain, {context.chain_input(input)}));
 }
 
 }  // namespace fp8sm::runtime

@@ -44,12 +44,13 @@ class NoGrad {
   int uncaught_at_entry_;
 };
 
-// torch.utils.checkpoint.checkpoint(function, input, use_reentrant=...): runs `function` now
+// torch.utils.checkpoint.checkpoint(function, *inputs, use_reentrant=...): runs `function` now
 // without keeping its activations, and again (the recompute) when backward reaches it. The
-// function must compute the same thing both times (same modules, same order).
+// function must compute the same thing both times (same modules, same order), and what it
+// captures by reference must outlive the backward. The function may read any tensors of the
+// graph and compute any sub-graph of them.
+Tensor checkpoint(Context& context, CheckpointMode mode, const GraphFunction& function, const std::vector<Tensor>& inputs);
+// The same on the chain (context.hpp): `function` of the chain's last output.
 Matrix checkpoint(Context& context, CheckpointMode mode, const CheckpointFunction& function, const Matrix& input);
-
-// max(x, 0), element-wise, recorded on the tape.
-Matrix relu(Context& context, const Matrix& x);
 
 }  // namespace fp8sm::runtime

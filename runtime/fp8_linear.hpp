@@ -1,0 +1,35 @@
+// y = x Wᵀ as TE's Linear computes it, and its backward, for the modules that are one (Linear)
+// or end in one (LayerNormLinear). Under FP8 the input and the weight are cast with the
+// module's forward scales (E4M3) and multiplied in FP8 with fp32 accumulation, and the backward
+// casts the output gradient with the backward scale (E5M2 under HYBRID); outside FP8 all of it is
+// fp32. What the forward saves for the backward is a LinearSaved. Internal to the runtime.
+#pragma once
+
+#include "runtime/backend.hpp"
+#include "runtime/context.hpp"
+#include "runtime/recipe.hpp"
+
+namespace fp8sm::runtime {
+
+// What TE saves: FP8, the transposed codes of the input and the weight as the forward cast
+// them; fp32, the input and the weight.
+struct LinearSaved {
+  LinearSaved() = default;
+  explicit LinearSaved(bool is_fp8) : fp8(is_fp8) {}
+
+  bool fp8 = false;
+  Matrix input, weight;
+  Fp8Matrix input_fp8, weight_fp8;
+
+  bool present() const { return fp8 ? !input_fp8.codes.empty() : !input.values.empty(); }
+  void clear() { *this = LinearSaved(fp8); }
+};
+
+// y = x Wᵀ; `saved` gets what the backward needs.
+Matrix linear_forward(Backend& backend, const Recipe& recipe, ModuleMeta& meta, const Matrix& x, const Matrix& weight,
+                      bool fp8, LinearSaved& saved);
+// The input's gradient; the weight's is added to `weight_grad`.
+Matrix linear_backward(Backend& backend, const Recipe& recipe, ModuleMeta& meta, const LinearSaved& saved,
+                       const Matrix& grad_output, Matrix& weight_grad);
+
+}  // namespace fp8sm::runtime
