@@ -1,0 +1,218 @@
+#include "examples/transformer.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <stdexcept>
+
+#include "runtime/backends.hpp"
+
+namespace fp8sm::examples {
+
+using runtime::Context;
+using runtime::Matrix;
+using runtime::Tensor;
+
+BlockCheckpoint parse_block_checkpoint(const std::string& text) {
+  if (text == "none") return BlockCheckpoint::None;
+  if (text == "reentrant") return BlockCheckpoint::Reentrant;
+  if (text == "nonreentrant") return BlockCheckpoint::NonReentrant;
+  if (text == "nested") return BlockCheckpoint::Nested;
+  throw std::invalid_argument(
+      fmt::format("unknown checkpointing '{}' (expected none, reentrant, nonreentrant or nested)", text));
+}
+
+namespace {
+
+// One parameter and its gradient, with Adam's moments.
+struct Parameter {
+  Matrix* value;
+  Matrix* grad;
+  std::vector<float> m, v;
+};
+
+class Adam {
+ public:
+  explicit Adam(float learning_rate) : rate_(learning_rate) {}
+  void add(Matrix& value, Matrix& grad) {
+    parameters_.push_back(Parameter{&value, &grad, std::vector<float>(value.values.size(), 0.0f),
+                                    std::vector<float>(value.values.size(), 0.0f)});
+  }
+  // One update from the gradients, which are then zeroed.
+  void step() {
+    ++t_;
+    const float correction1 = 1.0f - std::pow(kBeta1, static_cast<float>(t_));
+    const float correction2 = 1.0f - std::pow(kBeta2, static_cast<float>(t_));
+    for (Parameter& p : parameters_) {
+      for (std::size_t i = 0; i < p.m.size(); ++i) {
+        const float g = p.grad->values[i];
+        p.m[i] = kBeta1 * p.m[i] + (1.0f - kBeta1) * g;
+        p.v[i] = kBeta2 * p.v[i] + (1.0f - kBeta2) * g * g;
+        p.value->values[i] -= rate_ * (p.m[i] / correction1) / (std::sqrt(p.v[i] / correction2) + kEpsilon);
+        p.grad->values[i] = 0.0f;
+      }
+    }
+  }
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+
+ private:
+  static constexpr float kBeta1 = 0.9f;
+  static constexpr float kBeta2 = 0.999f;
+  static constexpr float kEpsilon = 1e-8f;
+  float rate_;
+  int t_ = 0;
+  std::vector<Parameter> parameters_;
+};
+
+struct Block {
+  Block(Context& ctx, std::size_t index, std::size_t width, std::uint64_t seed)
+      : qkv(ctx, fmt::format("block{}.qkv", index), width, 3 * width, seed + 1),
+        out(ctx, fmt::format("block{}.out", index), width, width, seed + 2),
+        fc1(ctx, fmt::format("block{}.fc1", index), width, 4 * width, seed + 3),
+        fc2(ctx, fmt::format("block{}.fc2", index), 4 * width, width, seed + 4) {}
+  runtime::LayerNormLinear qkv;
+  runtime::Linear out;
+  runtime::LayerNormLinear fc1;
+  runtime::Linear fc2;
+};
+
+class Transformer {
+ public:
+  Transformer(Context& ctx, const TransformerOptions& o)
+      : ctx_(ctx),
+        options_(o),
+        tokens_(ctx, "tokens", o.vocabulary + 1, o.width, o.seed, 0.02f),
+        positions_(ctx, "positions", 2 * o.length, o.width, o.seed + 100, 0.02f),
+        head_(ctx, "head", o.width, o.vocabulary, o.seed + 200) {
+    for (std::size_t b = 0; b < o.blocks; ++b) blocks_.push_back(std::make_unique<Block>(ctx, b, o.width, o.seed + 10 * (b + 1)));
+  }
+
+  // The loss of one batch: `inputs` and `targets` hold batch·2·length tokens, sequence after
+  // sequence (a target of -1 is not counted).
+  Tensor loss(const std::vector<int>& inputs, const std::vector<int>& targets) {
+    std::vector<int> positions(inputs.size());
+    for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int>(i % (2 * options_.length));
+    runtime::Autocast fp8(ctx_);
+    Tensor h = runtime::add(ctx_, tokens_.forward(inputs), positions_.forward(positions));
+    for (std::unique_ptr<Block>& block : blocks_) h = run_block(*block, h);
+    Tensor loss = runtime::cross_entropy(ctx_, head_.forward(h), targets);
+    fp8.close();
+    return loss;
+  }
+
+  void parameters(Adam& adam) {
+    adam.add(tokens_.table(), tokens_.table_grad());
+    adam.add(positions_.table(), positions_.table_grad());
+    for (std::unique_ptr<Block>& b : blocks_) {
+      for (runtime::LayerNormLinear* l : {&b->qkv, &b->fc1}) {
+        adam.add(l->weight(), l->weight_grad());
+        adam.add(l->gamma(), l->gamma_grad());
+        adam.add(l->beta(), l->beta_grad());
+      }
+      for (runtime::Linear* l : {&b->out, &b->fc2}) adam.add(l->weight(), l->weight_grad());
+    }
+    adam.add(head_.weight(), head_.weight_grad());
+    adam.add(head_.gamma(), head_.gamma_grad());
+    adam.add(head_.beta(), head_.beta_grad());
+  }
+
+  std::vector<runtime::ModuleMeta> metas() const {
+    std::vector<runtime::ModuleMeta> all;
+    for (const std::unique_ptr<Block>& b : blocks_) {
+      for (const runtime::ModuleMeta* m : {&b->qkv.meta(), &b->out.meta(), &b->fc1.meta(), &b->fc2.meta()}) all.push_back(*m);
+    }
+    all.push_back(head_.meta());
+    return all;
+  }
+
+ private:
+  Tensor attention(Block& b, const Tensor& h) {
+    const Tensor mixed = runtime::causal_attention(ctx_, b.qkv.forward(h), 2 * options_.length);
+    return runtime::add(ctx_, h, b.out.forward(mixed));
+  }
+  Tensor mlp(Block& b, const Tensor& h) {
+    const Tensor hidden = runtime::gelu(ctx_, b.fc1.forward(h));
+    return runtime::add(ctx_, h, b.fc2.forward(hidden));
+  }
+  Tensor run_block(Block& b, const Tensor& h) {
+    const auto whole = [this, &b](const std::vector<Tensor>& in) { return mlp(b, attention(b, in[0])); };
+    switch (options_.checkpoint) {
+      case BlockCheckpoint::None:
+        return whole({h});
+      case BlockCheckpoint::Reentrant:
+        return runtime::checkpoint(ctx_, runtime::CheckpointMode::Reentrant, whole, {h});
+      case BlockCheckpoint::NonReentrant:
+        return runtime::checkpoint(ctx_, runtime::CheckpointMode::NonReentrant, whole, {h});
+      case BlockCheckpoint::Nested:
+        return runtime::checkpoint(
+            ctx_, runtime::CheckpointMode::NonReentrant,
+            [this, &b](const std::vector<Tensor>& in) {
+              const Tensor a = attention(b, in[0]);
+              return runtime::checkpoint(
+                  ctx_, runtime::CheckpointMode::Reentrant,
+                  [this, &b](const std::vector<Tensor>& inner) { return mlp(b, inner[0]); }, {a});
+            },
+            {h});
+    }
+    return whole({h});
+  }
+
+  Context& ctx_;
+  TransformerOptions options_;
+  runtime::Embedding tokens_, positions_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+  runtime::LayerNormLinear head_;
+};
+
+// A batch of the task: per sequence, `length` random tokens, the separator, the answer; the
+// model reads all but the last token and predicts each next one, counted on the answer only.
+void make_batch(const TransformerOptions& o, std::mt19937_64& random, std::vector<int>& inputs, std::vector<int>& targets) {
+  std::uniform_int_distribution<int> token(0, static_cast<int>(o.vocabulary) - 1);
+  const int separator = static_cast<int>(o.vocabulary);
+  inputs.clear();
+  targets.clear();
+  for (std::size_t s = 0; s < o.batch; ++s) {
+    std::vector<int> sequence(o.length);
+    for (int& t : sequence) t = token(random);
+    std::vector<int> all = sequence;
+    all.push_back(separator);
+    for (std::size_t i = 0; i < o.length; ++i) all.push_back(sequence[o.reverse ? o.length - 1 - i : i]);
+    for (std::size_t i = 0; i + 1 < all.size(); ++i) {
+      inputs.push_back(all[i]);
+      targets.push_back(i + 1 > o.length ? all[i + 1] : -1);  // the answer's tokens, after the separator
+    }
+  }
+}
+
+}  // namespace
+
+TransformerResult train_transformer(const TransformerOptions& o, const std::function<void(const TransformerStep&)>& each_step) {
+  if (o.steps < 1 || o.batch == 0 || o.length == 0 || o.vocabulary < 2 || o.width == 0 || o.blocks == 0) {
+    throw std::invalid_argument("train_transformer: steps, batch, length, width and blocks must be positive, the vocabulary at least 2");
+  }
+  Context ctx(o.recipe, runtime::make_backend(o.backend), o.semantics);
+  Transformer model(ctx, o);
+  Adam adam(o.learning_rate);
+  model.parameters(adam);
+  std::mt19937_64 random(o.seed);
+  std::vector<int> inputs, targets;
+  TransformerResult result;
+  for (int step = 0; step < o.steps; ++step) {
+    make_batch(o, random, inputs, targets);
+    const Tensor loss = model.loss(inputs, targets);
+    ctx.backward(loss, Matrix(1, 1, 1.0f));
+    adam.step();
+    const TransformerStep report{step, loss.value.values[0], ctx.end_step()};
+    result.steps.push_back(report);
+    if (each_step) each_step(report);
+  }
+  for (const Parameter& p : adam.parameters()) {
+    result.parameters.insert(result.parameters.end(), p.value->values.begin(), p.value->values.end());
+  }
+  result.metas = model.metas();
+  return result;
+}
+
+}  // namespace fp8sm::examples
