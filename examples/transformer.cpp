@@ -188,30 +188,60 @@ void make_batch(const TransformerOptions& o, std::mt19937_64& random, std::vecto
 
 }  // namespace
 
-TransformerResult train_transformer(const TransformerOptions& o, const std::function<void(const TransformerStep&)>& each_step) {
+struct TransformerTraining::State {
+  explicit State(const TransformerOptions& o)
+      : options(o), ctx(o.recipe, runtime::make_backend(o.backend), o.semantics), model(ctx, o), adam(o.learning_rate),
+        random(o.seed) {
+    model.parameters(adam);
+  }
+  TransformerOptions options;
+  Context ctx;
+  Transformer model;
+  Adam adam;
+  std::mt19937_64 random;
+  std::vector<int> inputs, targets;
+  int steps = 0;
+};
+
+TransformerTraining::TransformerTraining(const TransformerOptions& o) {
   if (o.steps < 1 || o.batch == 0 || o.length == 0 || o.vocabulary < 2 || o.width == 0 || o.blocks == 0) {
     throw std::invalid_argument("train_transformer: steps, batch, length, width and blocks must be positive, the vocabulary at least 2");
   }
-  Context ctx(o.recipe, runtime::make_backend(o.backend), o.semantics);
-  Transformer model(ctx, o);
-  Adam adam(o.learning_rate);
-  model.parameters(adam);
-  std::mt19937_64 random(o.seed);
-  std::vector<int> inputs, targets;
+  state_ = std::make_unique<State>(o);
+}
+
+TransformerTraining::~TransformerTraining() = default;
+
+TransformerStep TransformerTraining::step() {
+  State& s = *state_;
+  make_batch(s.options, s.random, s.inputs, s.targets);
+  const Tensor loss = s.model.loss(s.inputs, s.targets);
+  s.ctx.backward(loss, Matrix(1, 1, 1.0f));
+  s.adam.step();
+  return TransformerStep{s.steps++, loss.value.values[0], s.ctx.end_step()};
+}
+
+runtime::Context& TransformerTraining::context() { return state_->ctx; }
+
+std::size_t TransformerTraining::fp8_modules() const { return state_->model.metas().size(); }
+
+std::vector<float> TransformerTraining::parameters() const {
+  std::vector<float> all;
+  for (const Parameter& p : state_->adam.parameters()) all.insert(all.end(), p.value->values.begin(), p.value->values.end());
+  return all;
+}
+
+std::vector<runtime::ModuleMeta> TransformerTraining::metas() const { return state_->model.metas(); }
+
+TransformerResult train_transformer(const TransformerOptions& o, const std::function<void(const TransformerStep&)>& each_step) {
+  TransformerTraining training(o);
   TransformerResult result;
   for (int step = 0; step < o.steps; ++step) {
-    make_batch(o, random, inputs, targets);
-    const Tensor loss = model.loss(inputs, targets);
-    ctx.backward(loss, Matrix(1, 1, 1.0f));
-    adam.step();
-    const TransformerStep report{step, loss.value.values[0], ctx.end_step()};
-    result.steps.push_back(report);
-    if (each_step) each_step(report);
+    result.steps.push_back(training.step());
+    if (each_step) each_step(result.steps.back());
   }
-  for (const Parameter& p : adam.parameters()) {
-    result.parameters.insert(result.parameters.end(), p.value->values.begin(), p.value->values.end());
-  }
-  result.metas = model.metas();
+  result.parameters = training.parameters();
+  result.metas = training.metas();
   return result;
 }
 

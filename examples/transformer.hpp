@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,30 @@ struct TransformerResult {
   std::vector<TransformerStep> steps;
   std::vector<float> parameters;           // every parameter at the end, in a fixed order
   std::vector<runtime::ModuleMeta> metas;  // every FP8 module's, at the end (histories, scales)
+};
+
+// A training in progress, a step at a time (for benchmarks that look inside a step: the
+// context's event log). train_transformer below is this, run for options.steps steps.
+class TransformerTraining {
+ public:
+  // Throws std::invalid_argument for options it cannot train with.
+  explicit TransformerTraining(const TransformerOptions& options);
+  ~TransformerTraining();
+  TransformerTraining(const TransformerTraining&) = delete;
+  TransformerTraining& operator=(const TransformerTraining&) = delete;
+
+  // One step: a new batch, forward, backward, Adam, end_step.
+  TransformerStep step();
+  runtime::Context& context();
+  // FP8 Linear modules (each LayerNormLinear counts once).
+  std::size_t fp8_modules() const;
+  // Every parameter now, in a fixed order, and every FP8 module's meta.
+  std::vector<float> parameters() const;
+  std::vector<runtime::ModuleMeta> metas() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // Trains and returns every step's loss and counts; `each_step` (if set) sees them as they come.
