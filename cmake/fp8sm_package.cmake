@@ -7,7 +7,7 @@
 #                                         P/include/fp8sm on their users' include path
 #   P/lib/libfp8sm_*.a                    the static libraries
 #   P/lib/cmake/fp8sm/                    fp8sm-config.cmake, -config-version.cmake, the targets
-#   P/bin/explorer, P/bin/train_mlp
+#   P/bin/explorer, P/bin/train_mlp, P/bin/train_transformer
 #
 # Included by the top-level CMakeLists.txt after every library is defined.
 include(GNUInstallDirs)
@@ -65,9 +65,9 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/statemachine/" DESTINATION "${FP8SM_INS
         PATTERN "actions.hpp" EXCLUDE)
 
 # The programs. Their link path goes into their installed RPATH, so that an installed
-# train_mlp finds the CUDA libraries where it was linked against them, as the build's does.
-set_target_properties(explorer train_mlp PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
-install(TARGETS explorer train_mlp RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+# The examples find the CUDA libraries where they were linked against them, as the build's do.
+set_target_properties(explorer train_mlp train_transformer PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+install(TARGETS explorer train_mlp train_transformer RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 
 # The config finds the CUDA toolkit and MPI only where the package's libraries link them.
 set(FP8SM_PACKAGE_HAS_CUDA FALSE)

@@ -16,7 +16,7 @@ unset DESTDIR
 
 "$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install"; }
 
-for f in bin/explorer bin/train_mlp lib/cmake/fp8sm/fp8sm-config.cmake lib/cmake/fp8sm/fp8sm-config-version.cmake \
+for f in bin/explorer bin/train_mlp bin/train_transformer lib/cmake/fp8sm/fp8sm-config.cmake lib/cmake/fp8sm/fp8sm-config-version.cmake \
          lib/cmake/fp8sm/fp8sm-targets.cmake include/fp8sm/runtime/fp8sm_runtime.hpp include/fp8sm/runtime/context.hpp; do
   [ -f "$prefix/$f" ] || fail "the install has no $f"
 done
@@ -80,4 +80,7 @@ done
 "$prefix/bin/explorer" invariants >"$tmp/explorer.log" || fail "the installed explorer failed"
 grep -q '^I1' "$tmp/explorer.log" || fail "the installed explorer listed no invariant I1"
 "$prefix/bin/train_mlp" --steps 2 >"$tmp/train_mlp.log" || fail "the installed train_mlp failed"
+"$prefix/bin/train_transformer" --steps 2 --checkpoint nested >"$tmp/train_transformer.log" ||
+  fail "the installed train_transformer failed"
+grep -q '^1 .* 1  1$' "$tmp/train_transformer.log" || fail "the installed train_transformer printed no step 1 at 1/1"
 echo "install, consumer and installed programs: ok"
