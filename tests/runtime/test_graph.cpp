@@ -125,11 +125,13 @@ struct TwoInputNetwork {
 
   float step(const Matrix& x, const Matrix& y, const std::vector<int>& targets, const char* checkpointing) {
     Tensor loss;
+    // What a checkpoint's function captures by reference must outlive the backward, which
+    // calls it again: `f` lives as long as the step, not only the autocast block.
+    const auto f = [this](const std::vector<Tensor>& in) { return block(in); };
     {
       runtime::Autocast fp8(ctx);
       const Tensor a = l0.forward(ctx.input(x));
       const Tensor b = l1.forward(ctx.input(y));
-      const auto f = [this](const std::vector<Tensor>& in) { return block(in); };
       Tensor h;
       if (std::string(checkpointing) == "none") {
         h = block({a, b});
@@ -179,8 +181,9 @@ TEST(RuntimeGraph, ACheckpointOfASubGraphWithTwoInputsIsTransparent) {
     std::vector<float> state = losses;
     for (runtime::Linear* l : {&net.l0, &net.l1, &net.l2, &net.l3, &net.head}) {
       state.insert(state.end(), l->weight().values.begin(), l->weight().values.end());
-      state.insert(state.end(), l->meta().forward.scale.begin(), l->meta().forward.scale.end());
-      state.insert(state.end(), l->meta().backward.scale.begin(), l->meta().backward.scale.end());
+      const runtime::ModuleMeta meta = l->meta();  // a host copy
+      state.insert(state.end(), meta.forward.scale.begin(), meta.forward.scale.end());
+      state.insert(state.end(), meta.backward.scale.begin(), meta.backward.scale.end());
     }
     if (reference.empty()) {
       reference.push_back(state);
