@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
              "cast any GB/s (copy)", "c-t vec GB/s (copy)", "c-t any GB/s (copy)");
   for (std::size_t side : {4096u, 8192u, 16384u}) {
     const std::size_t n = side * side;
-    DeviceBuffer<float> in(gpu, n), copy(gpu, n), amax(gpu, 1);
+    DeviceBuffer<float> in(gpu, n), copy(gpu, n), amax(gpu, 1), scale(gpu, std::vector<float>{1.0f});
     DeviceBuffer<std::uint8_t> out(gpu, n), out_t(gpu, n);
     const double copy_ms = time_ms(repeats, [&] { cudaMemcpy(copy.get(), in.get(), n * 4, cudaMemcpyDeviceToDevice); });
     const auto elements = static_cast<double>(n);
@@ -86,9 +86,9 @@ int main(int argc, char** argv) {
         gpu.set_vectorized(vectorized);
         const double ms = time_ms(repeats, [&] {
           if (cast_transpose) {
-            gpu.cast_transpose(in.get(), false, side, side, 1.0f, Format::E4M3, out.get(), out_t.get(), amax.get());
+            gpu.cast_transpose(in.get(), false, side, side, scale.get(), Format::E4M3, out.get(), out_t.get(), amax.get());
           } else {
-            gpu.cast(in.get(), false, n, 1.0f, Format::E4M3, out.get(), amax.get());
+            gpu.cast(in.get(), false, n, scale.get(), Format::E4M3, out.get(), amax.get());
           }
         });
         const double gbs = (cast_transpose ? 6.0 : 5.0) * elements / (ms * 1e6);  // 4 read, 1 or 2 written

@@ -85,6 +85,7 @@ MlpResult train_mlp(const MlpOptions& options, const std::function<void(const St
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   MlpResult result;
   for (int step = 0; step < options.steps; ++step) {
+    const runtime::Traffic before = ctx.backend().traffic();
     Matrix x(options.batch, kInputs);
     for (float& v : x.values) v = uniform(random);
     Matrix prediction;
@@ -92,28 +93,27 @@ MlpResult train_mlp(const MlpOptions& options, const std::function<void(const St
       runtime::Autocast fp8(ctx);
       prediction = forward(x);
     }
-    // Mean squared error and its gradient.
+    // Mean squared error and its gradient, on the host: the prediction is read back (the one
+    // download of a step on a device backend) and the gradient goes in with backward.
+    const Matrix predicted = prediction.to_host();
     Matrix grad(options.batch, 1);
     float loss = 0;
     for (std::size_t i = 0; i < options.batch; ++i) {
-      const float error = prediction.at(i, 0) - target(&x.values[i * kInputs]);
+      const float error = predicted.at(i, 0) - target(&x.values[i * kInputs]);
       loss += error * error;
       grad.at(i, 0) = 2.0f * error / static_cast<float>(options.batch);
     }
     loss /= static_cast<float>(options.batch);
-    for (runtime::Linear* l : layers) std::fill(l->weight_grad().values.begin(), l->weight_grad().values.end(), 0.0f);
+    // SGD where the weights are (the backend's sgd: w -= rate * g).
+    for (runtime::Linear* l : layers) ctx.backend().zero(l->weight_grad());
     ctx.backward(grad);
-    for (runtime::Linear* l : layers) {
-      for (std::size_t i = 0; i < l->weight().values.size(); ++i) {
-        l->weight().values[i] -= options.learning_rate * l->weight_grad().values[i];
-      }
-    }
-    StepReport report{step, loss, ctx.end_step()};
+    for (runtime::Linear* l : layers) ctx.backend().sgd(l->weight(), l->weight_grad(), options.learning_rate);
+    StepReport report{step, loss, ctx.end_step(), runtime::since(before, ctx.backend().traffic())};
     if (each_step) each_step(report);
     result.steps.push_back(report);
   }
   for (runtime::Linear* l : layers) {
-    result.weights.push_back(l->weight());
+    result.weights.push_back(l->weight().to_host());
     result.metas.push_back(l->meta());
   }
   return result;

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -33,9 +34,11 @@ struct Parameter {
   std::vector<float> m, v;
 };
 
+// On the host: a device backend's weights come down for it and go back up (counted copies; the
+// runtime has an SGD kernel, not an Adam one).
 class Adam {
  public:
-  explicit Adam(float learning_rate) : rate_(learning_rate) {}
+  Adam(runtime::Backend& backend, float learning_rate) : backend_(backend), rate_(learning_rate) {}
   void add(Matrix& value, Matrix& grad) {
     parameters_.push_back(Parameter{&value, &grad, std::vector<float>(value.values.size(), 0.0f),
                                     std::vector<float>(value.values.size(), 0.0f)});
@@ -46,12 +49,20 @@ class Adam {
     const float correction1 = 1.0f - std::pow(kBeta1, static_cast<float>(t_));
     const float correction2 = 1.0f - std::pow(kBeta2, static_cast<float>(t_));
     for (Parameter& p : parameters_) {
+      Matrix value = p.value->to_host();
+      const Matrix grad = p.grad->to_host();
       for (std::size_t i = 0; i < p.m.size(); ++i) {
-        const float g = p.grad->values[i];
+        const float g = grad.values[i];
         p.m[i] = kBeta1 * p.m[i] + (1.0f - kBeta1) * g;
         p.v[i] = kBeta2 * p.v[i] + (1.0f - kBeta2) * g * g;
-        p.value->values[i] -= rate_ * (p.m[i] / correction1) / (std::sqrt(p.v[i] / correction2) + kEpsilon);
-        p.grad->values[i] = 0.0f;
+        value.values[i] -= rate_ * (p.m[i] / correction1) / (std::sqrt(p.v[i] / correction2) + kEpsilon);
+      }
+      const bool on_device = p.value->on_device();
+      *p.value = on_device ? backend_.to_backend(std::move(value)) : std::move(value);
+      if (p.grad->on_device()) {
+        backend_.zero(*p.grad);
+      } else {
+        std::fill(p.grad->values.begin(), p.grad->values.end(), 0.0f);
       }
     }
   }
@@ -61,6 +72,7 @@ class Adam {
   static constexpr float kBeta1 = 0.9f;
   static constexpr float kBeta2 = 0.999f;
   static constexpr float kEpsilon = 1e-8f;
+  runtime::Backend& backend_;
   float rate_;
   int t_ = 0;
   std::vector<Parameter> parameters_;
@@ -121,7 +133,7 @@ class Transformer {
   std::vector<runtime::ModuleMeta> metas() const {
     std::vector<runtime::ModuleMeta> all;
     for (const std::unique_ptr<Block>& b : blocks_) {
-      for (const runtime::ModuleMeta* m : {&b->qkv.meta(), &b->out.meta(), &b->fc1.meta(), &b->fc2.meta()}) all.push_back(*m);
+      for (runtime::ModuleMeta m : {b->qkv.meta(), b->out.meta(), b->fc1.meta(), b->fc2.meta()}) all.push_back(std::move(m));
     }
     all.push_back(head_.meta());
     return all;
@@ -190,7 +202,10 @@ void make_batch(const TransformerOptions& o, std::mt19937_64& random, std::vecto
 
 struct TransformerTraining::State {
   explicit State(const TransformerOptions& o)
-      : options(o), ctx(o.recipe, runtime::make_backend(o.backend), o.semantics), model(ctx, o), adam(o.learning_rate),
+      : options(o),
+        ctx(o.recipe, runtime::make_backend(o.backend), o.semantics),
+        model(ctx, o),
+        adam(ctx.backend(), o.learning_rate),
         random(o.seed) {
     model.parameters(adam);
   }
@@ -218,7 +233,8 @@ TransformerStep TransformerTraining::step() {
   const Tensor loss = s.model.loss(s.inputs, s.targets);
   s.ctx.backward(loss, Matrix(1, 1, 1.0f));
   s.adam.step();
-  return TransformerStep{s.steps++, loss.value.values[0], s.ctx.end_step()};
+  const float read = loss.value.to_host().values.at(0);  // the loss readout
+  return TransformerStep{s.steps++, read, s.ctx.end_step()};
 }
 
 runtime::Context& TransformerTraining::context() { return state_->ctx; }
@@ -227,7 +243,10 @@ std::size_t TransformerTraining::fp8_modules() const { return state_->model.meta
 
 std::vector<float> TransformerTraining::parameters() const {
   std::vector<float> all;
-  for (const Parameter& p : state_->adam.parameters()) all.insert(all.end(), p.value->values.begin(), p.value->values.end());
+  for (const Parameter& p : state_->adam.parameters()) {
+    const Matrix value = p.value->to_host();
+    all.insert(all.end(), value.values.begin(), value.values.end());
+  }
   return all;
 }
 

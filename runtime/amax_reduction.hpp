@@ -11,11 +11,16 @@
 // need separate calls.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "kernels/scale_update.hpp"
 #include "kernels/scaling_meta.hpp"
+
+namespace fp8sm::kernels::cuda {
+class Device;
+}
 
 namespace fp8sm::runtime {
 
@@ -35,6 +40,18 @@ class AmaxReductionGroup {
   virtual void all_reduce_max(std::vector<float>& amaxes) = 0;
 
   virtual std::string name() const = 0;  // for error messages
+};
+
+// A group that can also reduce amaxes where a device backend keeps them (NCCL), so that the
+// update of a key needs no copy to the host and back. The device backend hands such a group the
+// key's amaxes in device memory; any other group gets them copied to the host (MPI).
+class DeviceAmaxReduction {
+ public:
+  virtual ~DeviceAmaxReduction() = default;
+  // all_reduce_max on `count` amaxes in `device`'s memory, issued on `stream` (the backend's),
+  // in the same order (amax_order.hpp) and with the same result as all_reduce_max.
+  virtual void all_reduce_max_on_device(kernels::cuda::Device& device, float* amaxes, std::size_t count,
+                                        void* stream) = 0;
 };
 
 // No distribution (or a group of one): all_reduce_max leaves the amaxes as they are.

@@ -1,5 +1,10 @@
 // Where the numbers are computed. The runtime decides what to compute (asking the state
-// machine); a Backend computes it: the CPU reference (kernels/) or, later, CUDA.
+// machine); a Backend computes it, and keeps what it computes where it computes: the CPU
+// reference (kernels/) in host memory, a device backend (device_backend.hpp) in device memory,
+// so that a training step on a GPU moves no tensor between the host and the device.
+//
+// The base class's operations are the CPU's (host matrices); a device backend overrides every
+// one of them for its own matrices, bit for bit the same results.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +20,15 @@
 
 namespace fp8sm::runtime {
 
+// An FP8 tensor's codes in device memory (a device backend's).
+class Fp8DeviceValues {
+ public:
+  virtual ~Fp8DeviceValues() = default;
+};
+
 // An FP8 tensor as a cast leaves it: the codes, their transpose (the other GEMM operand
-// layout), and the scale_inv that dequantizes both.
+// layout), and the scale_inv that dequantizes both: host vectors on the CPU, `device` on a
+// device backend (where scale_inv stays on the device too).
 struct Fp8Matrix {
   std::size_t rows = 0;
   std::size_t cols = 0;
@@ -24,33 +36,80 @@ struct Fp8Matrix {
   float scale_inv = 1.0f;
   std::vector<std::uint8_t> codes;       // rows x cols
   std::vector<std::uint8_t> transposed;  // cols x rows
+  std::shared_ptr<const Fp8DeviceValues> device;
 
-  // The shape of `x` in `format`, codes zero, scale_inv 1: what a backend's cast fills in.
-  static Fp8Matrix shaped_like(const Matrix& x, kernels::Format format) {
-    Fp8Matrix m;
-    m.rows = x.rows;
-    m.cols = x.cols;
-    m.format = format;
-    m.codes.resize(x.values.size());
-    m.transposed.resize(x.values.size());
-    return m;
-  }
+  bool held() const { return device != nullptr || !codes.empty(); }
 };
+
+// The delayed-scaling state of one module in one direction (kernels::ScalingMeta's fields)
+// where the backend keeps it: amax_history is history_length x slots (row 0 the current amaxes),
+// scale 1 x slots.
+struct MetaTensors {
+  std::size_t history_length = 1;
+  std::size_t slots = 0;
+  Matrix amax_history;
+  Matrix scale;
+
+  // On the host, as the kernels' reference takes it (a download for a device backend).
+  kernels::ScalingMeta to_host() const;
+};
+
+// What crossed between the host and a device backend's device, and how often the host waited
+// for it (kernels::cuda::Device::Traffic); all zero on the CPU.
+struct Traffic {
+  std::size_t uploads = 0, downloads = 0;
+  std::size_t upload_bytes = 0, download_bytes = 0;
+  std::size_t device_copies = 0;
+  std::size_t synchronizations = 0;
+};
+
+// What happened between two readings of Backend::traffic().
+inline Traffic since(const Traffic& before, const Traffic& now) {
+  return {now.uploads - before.uploads,
+          now.downloads - before.downloads,
+          now.upload_bytes - before.upload_bytes,
+          now.download_bytes - before.download_bytes,
+          now.device_copies - before.device_copies,
+          now.synchronizations - before.synchronizations};
+}
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
-  // q = fp8(x * scale) and its transpose; amax := max(amax, max|x|).
-  virtual Fp8Matrix cast_transpose(const Matrix& x, float scale, kernels::Format format, float& amax) = 0;
-  // C (a_rows x b_rows) = dequant(A) dequant(B)^T over a shared inner dimension `k`, where A is
-  // given as a_rows x k codes and B as b_rows x k codes, fp32 accumulation.
-  virtual Matrix gemm_tn(const std::uint8_t* a, std::size_t a_rows, kernels::Format a_format, float a_scale_inv,
-                         const std::uint8_t* b, std::size_t b_rows, kernels::Format b_format, float b_scale_inv,
-                         std::size_t k) = 0;
-  // Spec §6 steps 1-4 for one registry key.
-  virtual void reduce_and_update(const std::vector<kernels::ScalingMeta*>& metas, AmaxReductionGroup* group,
-                                 bool reduce_amax, const kernels::ScaleUpdateRecipe& recipe) = 0;
+
+  // Residence. to_backend brings a host matrix to where this backend computes (a device
+  // backend uploads it, after checking it is finite: a program's inputs and gradient seeds);
+  // a matrix already there is returned as it is. A matrix's own to_host() brings it back.
+  virtual Matrix to_backend(Matrix m) { return m; }
+  virtual Matrix zeros(std::size_t rows, std::size_t cols) { return Matrix(rows, cols); }
+  virtual Traffic traffic() const { return {}; }
+
+  // q = fp8(x * scale) and its transpose with `meta`'s scale of `slot`; the slot's current amax
+  // (row 0) := max(amax, max|x|).
+  virtual Fp8Matrix cast_transpose(const Matrix& x, MetaTensors& meta, std::size_t slot, kernels::Format format);
+  // C (m x n) = dequant(A) dequant(B)ᵀ with fp32 accumulation, A and B as m x k and n x k codes:
+  // `a`'s codes, or its transposed codes when `a_transposed` (then m = a.cols, k = a.rows);
+  // the same for `b`.
+  virtual Matrix gemm_tn(const Fp8Matrix& a, bool a_transposed, const Fp8Matrix& b, bool b_transposed);
+
+  // fp32: C = A Bᵀ (k ascending), Aᵀ, max(x, 0) and its backward (x the input), sums, SGD.
+  virtual Matrix matmul_nt(const Matrix& a, const Matrix& b);
+  virtual Matrix transpose(const Matrix& a);
+  virtual Matrix relu(const Matrix& x);
+  virtual Matrix relu_backward(const Matrix& x, const Matrix& dy);
+  virtual Matrix add(const Matrix& a, const Matrix& b);
+  virtual void add_into(Matrix& sum, const Matrix& term);
+  // w := w - rate * g.
+  virtual void sgd(Matrix& w, const Matrix& g, float rate);
+  virtual void zero(Matrix& m);
+
+  // Metas: a module's fresh state (history 0, scale 1), row 0 := 0, and spec §6 steps 1-4 for
+  // one registry key.
+  virtual MetaTensors fresh_meta(std::size_t history_length, std::size_t slots);
+  virtual void discard_current_amax(MetaTensors& meta);
+  virtual void reduce_and_update(const std::vector<MetaTensors*>& metas, AmaxReductionGroup* group, bool reduce_amax,
+                                 const kernels::ScaleUpdateRecipe& recipe);
 };
 
 // The CPU reference backend (kernels/): bit-exact to spec §6.

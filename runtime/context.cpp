@@ -116,12 +116,23 @@ void Context::take_twin(NodeFunction& node, const std::shared_ptr<NodeFunction>&
 
 ModuleId Context::add_module(const std::string& name) {
   if (modules_.size() > 0xFFFF) throw std::length_error("Context: too many modules");
-  ModuleMeta m;
+  ModuleState m;
   m.name = name;
-  m.forward = kernels::ScalingMeta::fresh(recipe_.amax_history_len, kForwardSlots);
-  m.backward = kernels::ScalingMeta::fresh(recipe_.amax_history_len, kBackwardSlots);
+  m.forward = backend_->fresh_meta(recipe_.amax_history_len, kForwardSlots);
+  m.backward = backend_->fresh_meta(recipe_.amax_history_len, kBackwardSlots);
   modules_.push_back(std::move(m));
   return static_cast<ModuleId>(modules_.size() - 1);
+}
+
+ModuleMeta Context::meta(ModuleId m) const {
+  const ModuleState& live = modules_.at(m);
+  ModuleMeta copy;
+  copy.name = live.name;
+  copy.forward = live.forward.to_host();
+  copy.backward = live.backward.to_host();
+  for (const MetaTensors& stashed : live.stash) copy.stash.push_back(stashed.to_host());
+  if (live.updated) copy.updated = live.updated->to_host();
+  return copy;
 }
 
 Tensor Context::run_module(ModuleId m, std::vector<TensorId> inputs, const ModuleCompute& compute) {
@@ -162,7 +173,7 @@ Tensor Context::record_function(Matrix output, std::vector<TensorId> inputs, std
   return Tensor{std::move(output), id};
 }
 
-Tensor Context::input(Matrix value) { return Tensor{std::move(value), new_tensor()}; }
+Tensor Context::input(Matrix value) { return Tensor{backend_->to_backend(std::move(value)), new_tensor()}; }
 
 Matrix Context::chain_output(Tensor output) {
   if (output.id == recorded_output_) chain_.end = output.id;
@@ -268,7 +279,7 @@ void Context::run_backward(std::uint16_t tape, TensorId loss, const Matrix& grad
   require_finite(grad_output, fmt::format("{}: grad_output", what));
   check_leads_to(tape, loss, what);
   grads_.clear();
-  grads_[loss] = grad_output;
+  grads_[loss] = backend_->to_backend(grad_output);
   // Without retain the pass frees the current graph (also when it raises): the next forward
   // records a new one, on a new chain.
   const bool frees_current = !retain_graph && tape == spec::kCurrentGraph;
@@ -309,7 +320,7 @@ void Context::add_gradient(TensorId tensor, Matrix gradient) {
     throw std::logic_error(fmt::format("backward: gradients of tensor #{} of shapes {}x{} and {}x{}", tensor, sum.rows,
                                        sum.cols, gradient.rows, gradient.cols));
   }
-  for (std::size_t i = 0; i < sum.values.size(); ++i) sum.values[i] += gradient.values[i];
+  backend_->add_into(sum, gradient);
 }
 
 StepCounts Context::end_step() {

@@ -71,7 +71,9 @@ struct StepCounts {
 };
 
 // The FP8 meta of one module (spec §2.3): forward slots input (0) and weight (1), backward
-// slot grad_output (0), and what the semantics keep beside it.
+// slot grad_output (0), and what the semantics keep beside it. This is a host copy, what
+// Context::meta gives to look at; the context keeps the live meta where its backend computes
+// (MetaTensors, backend.hpp: device memory on a device backend).
 struct ModuleMeta {
   std::string name;
   kernels::ScalingMeta forward;
@@ -125,7 +127,8 @@ class Context : private statemachine::Hooks {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
-  // A leaf of the graph: a value the program feeds in (its gradient is kept: gradient()).
+  // A leaf of the graph: a value the program feeds in (its gradient is kept: gradient()). On a
+  // device backend it is uploaded here, once (a counted copy); so is backward's grad_output.
   Tensor input(Matrix value);
 
   // One backward pass over the graph recorded so far, from `loss` with gradient grad_output
@@ -190,7 +193,10 @@ class Context : private statemachine::Hooks {
 
   const Recipe& recipe() const { return recipe_; }
   Backend& backend() { return *backend_; }
-  const ModuleMeta& meta(spec::ModuleId m) const { return modules_.at(m); }
+  // Module m's meta, copied to the host (a download on a device backend: not inside a step's
+  // hot path). Its name alone: module_name.
+  ModuleMeta meta(spec::ModuleId m) const;
+  const std::string& module_name(spec::ModuleId m) const { return modules_.at(m).name; }
   std::size_t module_count() const { return modules_.size(); }
   // The registry of the forward and backward keys, in registration order.
   const std::vector<spec::ModuleId>& registry() const { return registry_; }
@@ -218,14 +224,21 @@ class Context : private statemachine::Hooks {
   // the output and the node's function), the claim with the node's recording, end_forward.
   using ModuleCompute = std::function<std::pair<Matrix, std::shared_ptr<NodeFunction>>(bool fp8)>;
   Tensor run_module(spec::ModuleId m, std::vector<TensorId> inputs, const ModuleCompute& compute);
-  ModuleMeta& meta(spec::ModuleId m) { return modules_.at(m); }
+  // The live meta of module m, where the backend keeps it (the FP8 casts point into it).
+  struct ModuleState {
+    std::string name;
+    MetaTensors forward, backward;
+    std::deque<MetaTensors> stash;
+    std::optional<MetaTensors> updated;
+  };
+  ModuleState& state(spec::ModuleId m) { return modules_.at(m); }
   // An op without table events of its own (an activation, a sum, a norm), its node recorded
   // if grad is on: its output tensor.
   Tensor record_function(Matrix output, std::vector<TensorId> inputs, std::shared_ptr<NodeFunction> function);
 
   // The chain (above): the tensor a Matrix op reads, and its end moved to what it wrote if it
   // recorded a node.
-  Tensor chain_input(const Matrix& x) const { return Tensor{x, chain_.end}; }
+  Tensor chain_input(const Matrix& x) const { return Tensor{backend_->to_backend(x), chain_.end}; }
   Matrix chain_output(Tensor output);
   TensorId new_tensor() { return ++last_tensor_; }
   void new_chain();
@@ -284,9 +297,9 @@ class Context : private statemachine::Hooks {
   std::unique_ptr<driver::DriverState<RuntimeTraits>> driver_state_;  // the tape and the checkpoint ledger
   std::unique_ptr<Driver> driver_;
 
-  std::vector<ModuleMeta> modules_;
+  std::vector<ModuleState> modules_;
   std::vector<spec::ModuleId> registry_;
-  std::map<spec::CaptureId, std::vector<std::pair<spec::ModuleId, kernels::ScalingMeta>>> checkpoint_stash_;
+  std::map<spec::CaptureId, std::vector<std::pair<spec::ModuleId, MetaTensors>>> checkpoint_stash_;
   std::map<std::string, std::uint16_t> tapes_;  // the driver's tape of each name
 
   std::vector<OpenScope> scopes_;

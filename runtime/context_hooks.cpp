@@ -12,7 +12,7 @@ using spec::ModuleId;
 // ---- hooks ------------------------------------------------------------------------------------
 
 void Context::update(bool backward) {
-  std::vector<kernels::ScalingMeta*> key;
+  std::vector<MetaTensors*> key;
   for (ModuleId m : registry_) key.push_back(backward ? &modules_[m].backward : &modules_[m].forward);
   backend_->reduce_and_update(key, group_, recipe_.reduce_amax, recipe_.update(backward));
 }
@@ -28,19 +28,19 @@ void Context::backward_update() {
 }
 
 void Context::discard_forward_amax() {
-  for (ModuleMeta& m : modules_) {
-    for (std::size_t slot = 0; slot < m.forward.slots(); ++slot) m.forward.amax(0, slot) = 0.0f;
-  }
+  for (ModuleState& m : modules_) backend_->discard_current_amax(m.forward);
 }
 
+// The stashes copy whole metas, and restoring copies into the live meta (on a device backend,
+// device to device, into the same memory: the live meta never moves).
 void Context::registered(ModuleId m) { registry_.push_back(m); }
 void Context::stash(ModuleId m) { modules_[m].stash.push_back(modules_[m].forward); }
 void Context::save_for_restore(ModuleId m) { modules_[m].updated = modules_[m].forward; }
 
 void Context::pop_stash(ModuleId m) {
-  ModuleMeta& meta = modules_[m];
+  ModuleState& meta = modules_[m];
   if (meta.stash.empty()) return;  // the table raises IndexError itself
-  meta.forward = std::move(meta.stash.front());
+  meta.forward = meta.stash.front();
   meta.stash.pop_front();
 }
 

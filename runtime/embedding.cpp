@@ -17,10 +17,12 @@ class EmbeddingNode final : public NodeFunction {
     if (tokens_.size() != grad_output.rows) {
       throw std::logic_error(fmt::format("Embedding {}: backward without its saved tokens", module_.name()));
     }
+    Matrix down;
+    const Matrix& dy = on_host(grad_output, down);
     Matrix& grad = module_.table_grad_;
     for (std::size_t r = 0; r < tokens_.size(); ++r) {
       const auto t = static_cast<std::size_t>(tokens_[r]);
-      for (std::size_t c = 0; c < grad.cols; ++c) grad.at(t, c) += grad_output.at(r, c);
+      for (std::size_t c = 0; c < grad.cols; ++c) grad.at(t, c) += dy.at(r, c);
     }
     return {};
   }
@@ -55,7 +57,7 @@ Tensor Embedding::forward(const std::vector<int>& tokens) {
     }
     for (std::size_t c = 0; c < table_.cols; ++c) y.at(r, c) = table_.at(static_cast<std::size_t>(tokens[r]), c);
   }
-  return Ops::record(context_, std::move(y), {}, std::make_shared<EmbeddingNode>(*this, tokens));
+  return Ops::record(context_, Ops::to_backend(context_, std::move(y)), {}, std::make_shared<EmbeddingNode>(*this, tokens));
 }
 
 }  // namespace fp8sm::runtime

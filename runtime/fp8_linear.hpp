@@ -11,8 +11,8 @@
 
 namespace fp8sm::runtime {
 
-// What TE saves: FP8, the transposed codes of the input and the weight as the forward cast
-// them; fp32, the input and the weight.
+// What TE saves: FP8, the codes of the input and the weight as the forward cast them (both
+// layouts); fp32, the input and the weight.
 struct LinearSaved {
   LinearSaved() = default;
   explicit LinearSaved(bool is_fp8) : fp8(is_fp8) {}
@@ -21,15 +21,17 @@ struct LinearSaved {
   Matrix input, weight;
   Fp8Matrix input_fp8, weight_fp8;
 
-  bool present() const { return fp8 ? !input_fp8.codes.empty() : !input.values.empty(); }
+  bool present() const { return fp8 ? input_fp8.held() : input.held(); }
   void clear() { *this = LinearSaved(fp8); }
 };
 
-// y = x Wᵀ; `saved` gets what the backward needs.
-Matrix linear_forward(Backend& backend, const Recipe& recipe, ModuleMeta& meta, const Matrix& x, const Matrix& weight,
-                      bool fp8, LinearSaved& saved);
-// The input's gradient; the weight's is added to `weight_grad`.
-Matrix linear_backward(Backend& backend, const Recipe& recipe, ModuleMeta& meta, const LinearSaved& saved,
+// y = x Wᵀ with the module's forward meta (`forward`: slots input 0, weight 1); `saved` gets
+// what the backward needs.
+Matrix linear_forward(Backend& backend, const Recipe& recipe, MetaTensors& forward, const Matrix& x,
+                      const Matrix& weight, bool fp8, LinearSaved& saved);
+// The input's gradient, with the module's backward meta (slot grad_output 0); the weight's is
+// added to `weight_grad`.
+Matrix linear_backward(Backend& backend, const Recipe& recipe, MetaTensors& backward, const LinearSaved& saved,
                        const Matrix& grad_output, Matrix& weight_grad);
 
 }  // namespace fp8sm::runtime

@@ -37,7 +37,10 @@ class LayerNormNode final : public NodeFunction {
     if (saved_.input.values.empty()) {
       throw std::logic_error(fmt::format("LayerNorm {}: backward without saved tensors", module_.name()));
     }
-    return {layer_norm_backward(saved_, grad_output, module_.gamma_, module_.gamma_grad_, module_.beta_grad_)};
+    Matrix down;
+    const Matrix& dy = on_host(grad_output, down);
+    return {Ops::to_backend(module_.context_,
+                            layer_norm_backward(saved_, dy, module_.gamma_, module_.gamma_grad_, module_.beta_grad_))};
   }
   void drop_saved() override { saved_ = NormSaved{}; }
   void take_saved(NodeFunction& twin) override { saved_ = static_cast<LayerNormNode&>(twin).saved_; }
@@ -67,10 +70,13 @@ Tensor LayerNorm::forward(const Tensor& x) {
   if (x.value.cols != gamma_.cols) {
     throw std::invalid_argument(fmt::format("LayerNorm {}: input has {} features, expected {}", name_, x.value.cols, gamma_.cols));
   }
-  require_finite(x.value, fmt::format("LayerNorm {}: input", name_));
+  Matrix down;
+  const Matrix& xh = on_host(x.value, down);
+  require_finite(xh, fmt::format("LayerNorm {}: input", name_));
   NormSaved saved;
-  Matrix y = layer_norm(x.value, gamma_, beta_, eps_, saved);
-  return Ops::record(context_, std::move(y), {x.id}, std::make_shared<LayerNormNode>(*this, std::move(saved)));
+  Matrix y = layer_norm(xh, gamma_, beta_, eps_, saved);
+  return Ops::record(context_, Ops::to_backend(context_, std::move(y)), {x.id},
+                     std::make_shared<LayerNormNode>(*this, std::move(saved)));
 }
 
 }  // namespace fp8sm::runtime

@@ -24,14 +24,15 @@ class LayerNormLinear {
   Tensor forward(const Tensor& x);
 
   spec::ModuleId id() const { return id_; }
-  const std::string& name() const { return meta().name; }
+  const std::string& name() const { return static_cast<const Context&>(context_).module_name(id_); }
   Matrix& weight() { return weight_; }
   Matrix& weight_grad() { return weight_grad_; }
   Matrix& gamma() { return gamma_; }
   Matrix& beta() { return beta_; }
   Matrix& gamma_grad() { return gamma_grad_; }
   Matrix& beta_grad() { return beta_grad_; }
-  const ModuleMeta& meta() const { return static_cast<const Context&>(context_).meta(id_); }
+  // A host copy of the module's meta (Context::meta).
+  ModuleMeta meta() const { return static_cast<const Context&>(context_).meta(id_); }
 
  private:
   friend class LayerNormLinearNode;

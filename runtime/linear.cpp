@@ -22,8 +22,8 @@ class LinearNode final : public NodeFunction {
           fmt::format("Linear {}: backward without saved tensors (its checkpoint was not recomputed)", module_.name()));
     }
     Context& context = module_.context_;
-    return {linear_backward(context.backend(), context.recipe(), context.meta(module_.id_), saved, grad_output,
-                            module_.weight_grad_)};
+    return {linear_backward(context.backend(), context.recipe(), context.state(module_.id_).backward, saved,
+                            grad_output, module_.weight_grad_)};
   }
 
   void drop_saved() override { saved.clear(); }
@@ -54,6 +54,10 @@ Linear::Linear(Context& context, const std::string& name, std::size_t in_feature
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
   std::uniform_real_distribution<float> uniform(-bound, bound);
   for (float& w : weight_.values) w = uniform(random);
+  // The weight and its gradient live where the backend computes (device memory on a device
+  // backend: uploaded once, here).
+  weight_ = context.backend().to_backend(std::move(weight_));
+  weight_grad_ = context.backend().zeros(out_features, in_features);
 }
 
 Tensor Linear::forward(const Tensor& x) {
@@ -65,7 +69,8 @@ Tensor Linear::forward(const Tensor& x) {
   require_finite(weight_, fmt::format("Linear {}: weight", name()));
   return context_.run_module(id_, {x.id}, [&](bool fp8) {
     auto node = std::make_shared<LinearNode>(*this);
-    Matrix y = linear_forward(context_.backend(), context_.recipe(), context_.meta(id_), x.value, weight_, fp8, node->saved);
+    Matrix y =
+        linear_forward(context_.backend(), context_.recipe(), context_.state(id_).forward, x.value, weight_, fp8, node->saved);
     return std::make_pair(std::move(y), std::shared_ptr<NodeFunction>(node));
   });
 }

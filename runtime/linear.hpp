@@ -23,12 +23,13 @@ class Linear {
   Matrix forward(const Matrix& x);
 
   spec::ModuleId id() const { return id_; }
-  const std::string& name() const { return context_.meta(id_).name; }
+  const std::string& name() const { return context_.module_name(id_); }
   Matrix& weight() { return weight_; }  // out_features x in_features
   const Matrix& weight() const { return weight_; }
   Matrix& weight_grad() { return weight_grad_; }
   const Matrix& weight_grad() const { return weight_grad_; }
-  const ModuleMeta& meta() const { return context_.meta(id_); }
+  // A host copy of the module's meta (Context::meta).
+  ModuleMeta meta() const { return context_.meta(id_); }
 
  private:
   friend class LinearNode;

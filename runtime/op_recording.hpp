@@ -12,6 +12,16 @@
 
 namespace fp8sm::runtime {
 
+// The layers without FP8 (LayerNorm, GELU, attention, cross-entropy, Embedding) compute on the
+// host (kernels/layer_math.hpp) whatever the backend: on a device backend their inputs come down
+// and their outputs go back up, counted copies (they have no device kernels yet). On the CPU
+// both are free.
+inline const Matrix& on_host(const Matrix& m, Matrix& downloaded) {
+  if (!m.on_device()) return m;
+  downloaded = m.to_host();
+  return downloaded;
+}
+
 class Ops {
  public:
   // An op without table events of its own, recorded if grad is on (context.hpp).
@@ -25,7 +35,11 @@ class Ops {
     return context.run_module(m, std::move(inputs), compute);
   }
   static spec::ModuleId add_module(Context& context, const std::string& name) { return context.add_module(name); }
-  static ModuleMeta& meta(Context& context, spec::ModuleId m) { return context.meta(m); }
+  // A host result to where the context's backend computes.
+  static Matrix to_backend(Context& context, Matrix m) { return context.backend().to_backend(std::move(m)); }
+  // A module's live meta (context.hpp), which its casts read and fold into.
+  static MetaTensors& forward_meta(Context& context, spec::ModuleId m) { return context.state(m).forward; }
+  static MetaTensors& backward_meta(Context& context, spec::ModuleId m) { return context.state(m).backward; }
   // The chain (context.hpp): what a Matrix op reads, and what it leaves.
   static Tensor chain_input(const Context& context, const Matrix& x) { return context.chain_input(x); }
   static Matrix chain_output(Context& context, Tensor output) { return context.chain_output(std::move(output)); }

@@ -19,38 +19,43 @@ void require_same_shape(const Matrix& a, const Matrix& b, const char* what) {
   }
 }
 
-// An element-wise function's node: it keeps its input (the derivative reads it).
+// An element-wise function's node: it keeps its input (the derivative reads it), and computes
+// the derivative with the context's backend.
 template <class Derivative>
 class ElementWiseNode final : public NodeFunction {
  public:
-  ElementWiseNode(Matrix input, Derivative derivative) : input_(std::move(input)), derivative_(derivative) {}
+  ElementWiseNode(Backend& backend, Matrix input, Derivative derivative)
+      : backend_(backend), input_(std::move(input)), derivative_(derivative) {}
   std::vector<Matrix> backward(const Matrix& grad_output) override {
-    Matrix grad(grad_output.rows, grad_output.cols);
-    derivative_(input_, grad_output, grad);
-    return {std::move(grad)};
+    return {derivative_(backend_, input_, grad_output)};
   }
   void drop_saved() override { input_ = Matrix{}; }
   void take_saved(NodeFunction& twin) override { input_ = static_cast<ElementWiseNode&>(twin).input_; }
   bool is_twin(const NodeFunction& twin) const override { return dynamic_cast<const ElementWiseNode*>(&twin) != nullptr; }
 
  private:
+  Backend& backend_;
   Matrix input_;
   Derivative derivative_;
 };
 
 template <class Derivative>
-std::shared_ptr<NodeFunction> element_wise_node(const Matrix& input, Derivative derivative) {
-  return std::make_shared<ElementWiseNode<Derivative>>(input, derivative);
+std::shared_ptr<NodeFunction> element_wise_node(Context& context, const Matrix& input, Derivative derivative) {
+  return std::make_shared<ElementWiseNode<Derivative>>(context.backend(), input, derivative);
 }
 
 struct ReluDerivative {
-  void operator()(const Matrix& x, const Matrix& dy, Matrix& dx) const {
-    for (std::size_t i = 0; i < dx.values.size(); ++i) dx.values[i] = x.values[i] > 0.0f ? dy.values[i] : 0.0f;
-  }
+  Matrix operator()(Backend& backend, const Matrix& x, const Matrix& dy) const { return backend.relu_backward(x, dy); }
 };
+// On the host (on_host).
 struct GeluDerivative {
-  void operator()(const Matrix& x, const Matrix& dy, Matrix& dx) const {
-    kernels::gelu_backward(x.values.data(), dy.values.data(), dx.values.data(), dx.values.size());
+  Matrix operator()(Backend& backend, const Matrix& x, const Matrix& dy) const {
+    Matrix x_down, dy_down;
+    const Matrix& xh = on_host(x, x_down);
+    const Matrix& dyh = on_host(dy, dy_down);
+    Matrix dx(dyh.rows, dyh.cols);
+    kernels::gelu_backward(xh.values.data(), dyh.values.data(), dx.values.data(), dx.values.size());
+    return backend.to_backend(std::move(dx));
   }
 };
 
@@ -66,13 +71,19 @@ class AddNode final : public NodeFunction {
 
 class AttentionNode final : public NodeFunction {
  public:
-  AttentionNode(Matrix qkv, Matrix probabilities, std::size_t sequences, std::size_t length)
-      : qkv_(std::move(qkv)), probabilities_(std::move(probabilities)), sequences_(sequences), length_(length) {}
+  AttentionNode(Backend& backend, Matrix qkv, Matrix probabilities, std::size_t sequences, std::size_t length)
+      : backend_(backend),
+        qkv_(std::move(qkv)),
+        probabilities_(std::move(probabilities)),
+        sequences_(sequences),
+        length_(length) {}
   std::vector<Matrix> backward(const Matrix& grad_output) override {
+    Matrix down;
+    const Matrix& dy = on_host(grad_output, down);
     Matrix dqkv(qkv_.rows, qkv_.cols);
-    kernels::causal_attention_backward(qkv_.values.data(), probabilities_.values.data(), grad_output.values.data(),
-                                       sequences_, length_, qkv_.cols / 3, dqkv.values.data());
-    return {std::move(dqkv)};
+    kernels::causal_attention_backward(qkv_.values.data(), probabilities_.values.data(), dy.values.data(), sequences_,
+                                       length_, qkv_.cols / 3, dqkv.values.data());
+    return {backend_.to_backend(std::move(dqkv))};
   }
   void drop_saved() override {
     qkv_ = Matrix{};
@@ -86,35 +97,37 @@ class AttentionNode final : public NodeFunction {
   bool is_twin(const NodeFunction& twin) const override { return dynamic_cast<const AttentionNode*>(&twin) != nullptr; }
 
  private:
-  Matrix qkv_, probabilities_;
+  Backend& backend_;
+  Matrix qkv_, probabilities_;  // on the host
   std::size_t sequences_, length_;
 };
 
 class CrossEntropyNode final : public NodeFunction {
  public:
-  CrossEntropyNode(Matrix probabilities, std::vector<int> targets)
-      : probabilities_(std::move(probabilities)), targets_(std::move(targets)) {}
+  CrossEntropyNode(Backend& backend, Matrix probabilities, std::vector<int> targets)
+      : backend_(backend), probabilities_(std::move(probabilities)), targets_(std::move(targets)) {}
   std::vector<Matrix> backward(const Matrix& grad_output) override {
+    const Matrix g = grad_output.to_host();  // 1 x 1
     Matrix dlogits(probabilities_.rows, probabilities_.cols);
     kernels::softmax_cross_entropy_backward(probabilities_.values.data(), probabilities_.rows, probabilities_.cols,
-                                            targets_.data(), grad_output.values.at(0), dlogits.values.data());
-    return {std::move(dlogits)};
+                                            targets_.data(), g.values.at(0), dlogits.values.data());
+    return {backend_.to_backend(std::move(dlogits))};
   }
   void drop_saved() override { probabilities_ = Matrix{}; }
   void take_saved(NodeFunction& twin) override { probabilities_ = static_cast<CrossEntropyNode&>(twin).probabilities_; }
   bool is_twin(const NodeFunction& twin) const override { return dynamic_cast<const CrossEntropyNode*>(&twin) != nullptr; }
 
  private:
-  Matrix probabilities_;
+  Backend& backend_;
+  Matrix probabilities_;  // on the host
   std::vector<int> targets_;
 };
 
 }  // namespace
 
 Tensor relu(Context& context, const Tensor& x) {
-  Matrix y = x.value;
-  for (float& v : y.values) v = v > 0.0f ? v : 0.0f;
-  return Ops::record(context, std::move(y), {x.id}, element_wise_node(x.value, ReluDerivative{}));
+  Matrix y = context.backend().relu(x.value);
+  return Ops::record(context, std::move(y), {x.id}, element_wise_node(context, x.value, ReluDerivative{}));
 }
 
 Matrix relu(Context& context, const Matrix& x) {
@@ -122,55 +135,63 @@ Matrix relu(Context& context, const Matrix& x) {
 }
 
 Tensor gelu(Context& context, const Tensor& x) {
-  require_finite(x.value, "gelu: input");
-  Matrix y(x.value.rows, x.value.cols);
-  kernels::gelu_forward(x.value.values.data(), y.values.data(), y.values.size());
-  return Ops::record(context, std::move(y), {x.id}, element_wise_node(x.value, GeluDerivative{}));
+  Matrix down;
+  const Matrix& xh = on_host(x.value, down);
+  require_finite(xh, "gelu: input");
+  Matrix y(xh.rows, xh.cols);
+  kernels::gelu_forward(xh.values.data(), y.values.data(), y.values.size());
+  return Ops::record(context, Ops::to_backend(context, std::move(y)), {x.id},
+                     element_wise_node(context, x.value, GeluDerivative{}));
 }
 
 Tensor add(Context& context, const Tensor& a, const Tensor& b) {
   require_same_shape(a.value, b.value, "add");
-  Matrix sum = a.value;
-  for (std::size_t i = 0; i < sum.values.size(); ++i) sum.values[i] += b.value.values[i];
-  return Ops::record(context, std::move(sum), {a.id, b.id}, std::make_shared<AddNode>());
+  return Ops::record(context, context.backend().add(a.value, b.value), {a.id, b.id}, std::make_shared<AddNode>());
 }
 
 Tensor causal_attention(Context& context, const Tensor& qkv, std::size_t sequence_length) {
-  const Matrix& x = qkv.value;
-  if (x.cols == 0 || x.cols % 3 != 0) {
-    throw std::invalid_argument(fmt::format("causal_attention: {} columns are not a query, a key and a value", x.cols));
+  if (qkv.value.cols == 0 || qkv.value.cols % 3 != 0) {
+    throw std::invalid_argument(
+        fmt::format("causal_attention: {} columns are not a query, a key and a value", qkv.value.cols));
   }
-  if (sequence_length == 0 || x.rows % sequence_length != 0) {
-    throw std::invalid_argument(fmt::format("causal_attention: {} rows are not sequences of {}", x.rows, sequence_length));
+  if (sequence_length == 0 || qkv.value.rows % sequence_length != 0) {
+    throw std::invalid_argument(
+        fmt::format("causal_attention: {} rows are not sequences of {}", qkv.value.rows, sequence_length));
   }
+  Matrix down;
+  const Matrix& x = on_host(qkv.value, down);
   require_finite(x, "causal_attention: input");
   const std::size_t sequences = x.rows / sequence_length;
   Matrix out(x.rows, x.cols / 3);
   Matrix probabilities(sequences * sequence_length, sequence_length);
   kernels::causal_attention_forward(x.values.data(), sequences, sequence_length, x.cols / 3, out.values.data(),
                                     probabilities.values.data());
-  return Ops::record(context, std::move(out), {qkv.id},
-                     std::make_shared<AttentionNode>(x, std::move(probabilities), sequences, sequence_length));
+  return Ops::record(
+      context, Ops::to_backend(context, std::move(out)), {qkv.id},
+      std::make_shared<AttentionNode>(context.backend(), x, std::move(probabilities), sequences, sequence_length));
 }
 
 Tensor cross_entropy(Context& context, const Tensor& logits, const std::vector<int>& targets) {
-  const Matrix& x = logits.value;
-  if (targets.size() != x.rows || x.cols == 0) {
-    throw std::invalid_argument(fmt::format("cross_entropy: {} targets for {}x{} logits", targets.size(), x.rows, x.cols));
+  if (targets.size() != logits.value.rows || logits.value.cols == 0) {
+    throw std::invalid_argument(fmt::format("cross_entropy: {} targets for {}x{} logits", targets.size(),
+                                            logits.value.rows, logits.value.cols));
   }
   for (std::size_t r = 0; r < targets.size(); ++r) {
-    if (targets[r] < -1 || (targets[r] >= 0 && static_cast<std::size_t>(targets[r]) >= x.cols)) {
-      throw std::invalid_argument(fmt::format(
-          "cross_entropy: target {} of row {} is not one of {} classes (or -1: not counted)", targets[r], r, x.cols));
+    if (targets[r] < -1 || (targets[r] >= 0 && static_cast<std::size_t>(targets[r]) >= logits.value.cols)) {
+      throw std::invalid_argument(fmt::format("cross_entropy: target {} of row {} is not one of {} classes (or -1: not "
+                                              "counted)",
+                                              targets[r], r, logits.value.cols));
     }
   }
+  Matrix down;
+  const Matrix& x = on_host(logits.value, down);
   require_finite(x, "cross_entropy: logits");
   Matrix probabilities(x.rows, x.cols);
   Matrix loss(1, 1);
   loss.values[0] = kernels::softmax_cross_entropy_forward(x.values.data(), x.rows, x.cols, targets.data(),
                                                           probabilities.values.data());
-  return Ops::record(context, std::move(loss), {logits.id},
-                     std::make_shared<CrossEntropyNode>(std::move(probabilities), targets));
+  return Ops::record(context, Ops::to_backend(context, std::move(loss)), {logits.id},
+                     std::make_shared<CrossEntropyNode>(context.backend(), std::move(probabilities), targets));
 }
 
 }  // namespace fp8sm::runtime

@@ -37,9 +37,13 @@ __device__ void fp8sm_cast_vec(const In* __restrict__ in_values, unsigned long l
 }
 
 // The entry points: float32 or bf16 input x E4M3 or E5M2, for each kernel.
-#define FP8SM_CAST_ENTRY(NAME, KERNEL, IN, FORMAT)                                                           \
-  extern "C" __global__ void NAME(const IN* in, unsigned long long n, float scale, fp8sm_u8* out, float* amax) { \
-    KERNEL<IN, FORMAT>(in, n, scale, out, amax);                                                               \
+// The scale is read on the device; scale_inv (may be null) gets 1 / scale.
+#define FP8SM_CAST_ENTRY(NAME, KERNEL, IN, FORMAT)                                                     \
+  extern "C" __global__ void NAME(const IN* in, unsigned long long n, const float* scale, fp8sm_u8* out, \
+                                  float* amax, float* scale_inv) {                                       \
+    const float s = *scale;                                                                              \
+    fp8sm_write_scale_inv(s, scale_inv);                                                                 \
+    KERNEL<IN, FORMAT>(in, n, s, out, amax);                                                             \
   }
 FP8SM_ENTRY_POINTS(FP8SM_CAST_ENTRY, fp8sm_cast, fp8sm_cast)
 FP8SM_ENTRY_POINTS(FP8SM_CAST_ENTRY, fp8sm_cast_vec, fp8sm_cast_vec)

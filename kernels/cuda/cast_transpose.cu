@@ -97,10 +97,13 @@ __device__ void fp8sm_cast_transpose_vec(const In* __restrict__ in, unsigned row
 }
 
 // The entry points: float32 or bf16 input x E4M3 or E5M2, for each kernel.
-#define FP8SM_CAST_TRANSPOSE_ENTRY(NAME, KERNEL, IN, FORMAT)                                             \
-  extern "C" __global__ void NAME(const IN* in, unsigned rows, unsigned cols, float scale, fp8sm_u8* out, \
-                                  fp8sm_u8* out_t, float* amax) {                                        \
-    KERNEL<IN, FORMAT>(in, rows, cols, scale, out, out_t, amax);                                          \
+// The scale is read on the device; scale_inv (may be null) gets 1 / scale.
+#define FP8SM_CAST_TRANSPOSE_ENTRY(NAME, KERNEL, IN, FORMAT)                                                     \
+  extern "C" __global__ void NAME(const IN* in, unsigned rows, unsigned cols, const float* scale, fp8sm_u8* out, \
+                                  fp8sm_u8* out_t, float* amax, float* scale_inv) {                              \
+    const float s = *scale;                                                                                      \
+    fp8sm_write_scale_inv(s, scale_inv);                                                                         \
+    KERNEL<IN, FORMAT>(in, rows, cols, s, out, out_t, amax);                                                     \
   }
 FP8SM_ENTRY_POINTS(FP8SM_CAST_TRANSPOSE_ENTRY, fp8sm_cast_transpose, fp8sm_cast_transpose)
 FP8SM_ENTRY_POINTS(FP8SM_CAST_TRANSPOSE_ENTRY, fp8sm_cast_transpose_vec, fp8sm_cast_transpose_vec)

@@ -41,26 +41,83 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& Device::ent
       {"dequantize.cu", {"fp8sm_dequantize_e4m3", "fp8sm_dequantize_e5m2"}},
       {"gemm.cu",
        {"fp8sm_gemm_tn_e4m3_e4m3", "fp8sm_gemm_tn_e4m3_e5m2", "fp8sm_gemm_tn_e5m2_e4m3", "fp8sm_gemm_tn_e5m2_e5m2"}},
-      {"scale_update.cu", {"fp8sm_scale_update"}},
+      {"scale_update.cu",
+       {"fp8sm_scale_update", "fp8sm_gather_amaxes", "fp8sm_amax_to_order_keys", "fp8sm_amax_from_order_keys"}},
+      {"elementwise.cu",
+       {"fp8sm_relu", "fp8sm_relu_backward", "fp8sm_add", "fp8sm_sgd", "fp8sm_matmul_nt_f32", "fp8sm_transpose_f32"}},
   };
   return entries;
+}
+
+void Device::check_stream(void* stream, const char* what) const {
+  if (has_required_stream_ && stream != required_stream_) {
+    throw std::logic_error(fmt::format("{}: {} issued on stream {} where this device's work goes on stream {}", name(),
+                                       what, stream, required_stream_));
+  }
+}
+
+void Device::launch_on(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const {
+  check_stream(stream, entry.c_str());
+  launch(entry, shape, args, stream);
+}
+
+void Device::synchronize(void* stream) {
+  check_stream(stream, "synchronize");
+  ++traffic_.synchronizations;
+  do_synchronize(stream);
+}
+
+void* Device::allocate(std::size_t bytes, void* stream) {
+  check_stream(stream, "allocate");
+  return do_allocate(bytes, stream);
+}
+
+void Device::release(void* memory, void* stream) noexcept {
+  // Never throws: a release on another stream (a buffer outliving the requirement) still frees.
+  do_release(memory, stream);
+}
+
+void Device::upload(void* device, const void* host, std::size_t bytes, void* stream) {
+  check_stream(stream, "upload");
+  ++traffic_.uploads;
+  traffic_.upload_bytes += bytes;
+  do_upload(device, host, bytes, stream);
+}
+
+void Device::download(void* host, const void* device, std::size_t bytes, void* stream) {
+  check_stream(stream, "download");
+  ++traffic_.downloads;
+  traffic_.download_bytes += bytes;
+  ++traffic_.synchronizations;
+  do_download(host, device, bytes, stream);
+}
+
+void Device::copy(void* to, const void* from, std::size_t bytes, void* stream) {
+  check_stream(stream, "copy");
+  ++traffic_.device_copies;
+  if (bytes != 0) do_copy(to, from, bytes, stream);
+}
+
+void Device::zero(void* device, std::size_t bytes, void* stream) {
+  check_stream(stream, "zero");
+  if (bytes != 0) do_zero(device, bytes, stream);
 }
 
 bool Device::takes_vectorized_cast(const void* in, bool bf16, std::size_t count, const std::uint8_t* out) const {
   return vectorized_ && count % 4 == 0 && aligned(in, bf16 ? 8 : 16) && aligned(out, 4);
 }
 
-void Device::cast(const void* in, bool bf16, std::size_t count, float scale, Format format, std::uint8_t* out,
-                  float* amax, void* stream) const {
-  if (count == 0) return;
+void Device::cast(const void* in, bool bf16, std::size_t count, const float* scale, Format format, std::uint8_t* out,
+                  float* amax, float* scale_inv, void* stream) const {
   const char* input = bf16 ? "bf16" : "f32";
   unsigned long long n = count;
-  void* args[] = {&in, &n, &scale, &out, &amax};
+  void* args[] = {&in, &n, &scale, &out, &amax, &scale_inv};
+  // An empty cast still writes scale_inv (one block, no values).
   if (takes_vectorized_cast(in, bf16, count, out)) {
     // A thread per 4 values.
-    launch(fmt::format("fp8sm_cast_vec_{}_{}", input, suffix(format)), elementwise(count / 4), args, stream);
+    launch_on(fmt::format("fp8sm_cast_vec_{}_{}", input, suffix(format)), elementwise(count / 4), args, stream);
   } else {
-    launch(fmt::format("fp8sm_cast_{}_{}", input, suffix(format)), elementwise(count), args, stream);
+    launch_on(fmt::format("fp8sm_cast_{}_{}", input, suffix(format)), elementwise(count), args, stream);
   }
 }
 
@@ -71,9 +128,13 @@ bool Device::takes_vectorized_cast_transpose(const void* in, bool bf16, std::siz
          aligned(in, bf16 ? 8 : 16) && aligned(out, 4) && aligned(out_t, 4);
 }
 
-void Device::cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols, float scale,
-                            Format format, std::uint8_t* out, std::uint8_t* out_t, float* amax, void* stream) const {
-  if (rows == 0 || cols == 0) return;
+void Device::cast_transpose(const void* in, bool bf16, std::size_t rows, std::size_t cols, const float* scale,
+                            Format format, std::uint8_t* out, std::uint8_t* out_t, float* amax, float* scale_inv,
+                            void* stream) const {
+  if (rows == 0 || cols == 0) {
+    cast(in, bf16, 0, scale, format, out, amax, scale_inv, stream);  // scale_inv only
+    return;
+  }
   const bool vectorized = takes_vectorized_cast_transpose(in, bf16, rows, cols, out, out_t);
   // grid.y is at most 65535 tiles of 64 (vectorized) or 32 rows.
   if ((!vectorized && rows > 65535u * 32u) || cols > 0xFFFFFFFFu) {
@@ -82,7 +143,7 @@ void Device::cast_transpose(const void* in, bool bf16, std::size_t rows, std::si
   }
   auto r = static_cast<unsigned>(rows);
   auto c = static_cast<unsigned>(cols);
-  void* args[] = {&in, &r, &c, &scale, &out, &out_t, &amax};
+  void* args[] = {&in, &r, &c, &scale, &out, &out_t, &amax, &scale_inv};
   const char* input = bf16 ? "bf16" : "f32";
   LaunchShape shape;
   if (vectorized) {
@@ -91,14 +152,14 @@ void Device::cast_transpose(const void* in, bool bf16, std::size_t rows, std::si
     shape.grid[1] = (r + 63) / 64;
     shape.block[0] = 16;
     shape.block[1] = 16;
-    launch(fmt::format("fp8sm_cast_transpose_vec_{}_{}", input, suffix(format)), shape, args, stream);
+    launch_on(fmt::format("fp8sm_cast_transpose_vec_{}_{}", input, suffix(format)), shape, args, stream);
   } else {
     // One block per 32 x 32 tile, 32 x 8 threads.
     shape.grid[0] = (c + 31) / 32;
     shape.grid[1] = (r + 31) / 32;
     shape.block[0] = 32;
     shape.block[1] = 8;
-    launch(fmt::format("fp8sm_cast_transpose_{}_{}", input, suffix(format)), shape, args, stream);
+    launch_on(fmt::format("fp8sm_cast_transpose_{}_{}", input, suffix(format)), shape, args, stream);
   }
 }
 
@@ -107,12 +168,12 @@ void Device::dequantize(const std::uint8_t* in, std::size_t count, Format format
   if (count == 0) return;
   unsigned long long n = count;
   void* args[] = {&in, &n, &scale_inv, &out};
-  launch(fmt::format("fp8sm_dequantize_{}", suffix(format)), elementwise(count), args, stream);
+  launch_on(fmt::format("fp8sm_dequantize_{}", suffix(format)), elementwise(count), args, stream);
 }
 
-void Device::gemm_tn_reference(const std::uint8_t* a, Format a_format, float a_scale_inv, const std::uint8_t* b,
-                               Format b_format, float b_scale_inv, std::size_t m, std::size_t n, std::size_t k,
-                               float* c, void* stream) const {
+void Device::gemm_tn_reference(const std::uint8_t* a, Format a_format, const float* a_scale_inv,
+                               const std::uint8_t* b, Format b_format, const float* b_scale_inv, std::size_t m,
+                               std::size_t n, std::size_t k, float* c, void* stream) const {
   if (m == 0 || n == 0) return;
   // One thread per output in 16 x 16 blocks (gemm.cu); grid.y is at most 65535.
   if (m > 65535u * 16u || n > 0xFFFFFFFFu || k > 0xFFFFFFFFu) {
@@ -127,7 +188,63 @@ void Device::gemm_tn_reference(const std::uint8_t* a, Format a_format, float a_s
   shape.grid[1] = (mm + 15) / 16;
   shape.block[0] = 16;
   shape.block[1] = 16;
-  launch(fmt::format("fp8sm_gemm_tn_{}_{}", suffix(a_format), suffix(b_format)), shape, args, stream);
+  launch_on(fmt::format("fp8sm_gemm_tn_{}_{}", suffix(a_format), suffix(b_format)), shape, args, stream);
+}
+
+void Device::relu(const float* x, std::size_t count, float* y, void* stream) const {
+  if (count == 0) return;
+  unsigned long long n = count;
+  void* args[] = {&x, &n, &y};
+  launch_on("fp8sm_relu", elementwise(count), args, stream);
+}
+
+void Device::relu_backward(const float* x, const float* dy, std::size_t count, float* dx, void* stream) const {
+  if (count == 0) return;
+  unsigned long long n = count;
+  void* args[] = {&x, &dy, &n, &dx};
+  launch_on("fp8sm_relu_backward", elementwise(count), args, stream);
+}
+
+void Device::add(const float* a, const float* b, std::size_t count, float* out, void* stream) const {
+  if (count == 0) return;
+  unsigned long long n = count;
+  void* args[] = {&a, &b, &n, &out};
+  launch_on("fp8sm_add", elementwise(count), args, stream);
+}
+
+void Device::sgd(float* w, const float* g, float rate, std::size_t count, void* stream) const {
+  if (count == 0) return;
+  unsigned long long n = count;
+  void* args[] = {&w, &g, &rate, &n};
+  launch_on("fp8sm_sgd", elementwise(count), args, stream);
+}
+
+void Device::matmul_nt(const float* a, const float* b, std::size_t m, std::size_t n, std::size_t k, float* c,
+                       void* stream) const {
+  if (m == 0 || n == 0) return;
+  if (m > 65535u * 16u || n > 0xFFFFFFFFu || k > 0xFFFFFFFFu) {
+    throw std::invalid_argument("matmul_nt: more than 65535 x 16 rows or 2^32 columns");
+  }
+  auto mm = static_cast<unsigned>(m);
+  auto nn = static_cast<unsigned>(n);
+  auto kk = static_cast<unsigned>(k);
+  void* args[] = {&a, &b, &mm, &nn, &kk, &c};
+  LaunchShape shape;  // one thread per output in 16 x 16 blocks, as the FP8 reference GEMM
+  shape.grid[0] = (nn + 15) / 16;
+  shape.grid[1] = (mm + 15) / 16;
+  shape.block[0] = 16;
+  shape.block[1] = 16;
+  launch_on("fp8sm_matmul_nt_f32", shape, args, stream);
+}
+
+void Device::transpose(const float* in, std::size_t rows, std::size_t cols, float* out, void* stream) const {
+  if (rows == 0 || cols == 0) return;
+  if (rows > 0xFFFFFFFFu || cols > 0xFFFFFFFFu) throw std::invalid_argument("transpose: 2^32 rows or columns");
+  auto r = static_cast<unsigned>(rows);
+  auto c = static_cast<unsigned>(cols);
+  unsigned long long n = std::uint64_t{rows} * cols;
+  void* args[] = {&in, &r, &c, &out};
+  launch_on("fp8sm_transpose_f32", elementwise(n), args, stream);
 }
 
 void Device::scale_update(float* const* histories, float* const* scales, const float* reduced,
@@ -144,7 +261,30 @@ void Device::scale_update(float* const* histories, float* const* scales, const f
   LaunchShape shape;
   shape.grid[0] = static_cast<unsigned>((std::uint64_t{total_slots} * 32 + 255) / 256);
   shape.block[0] = 256;
-  launch("fp8sm_scale_update", shape, args, stream);
+  launch_on("fp8sm_scale_update", shape, args, stream);
+}
+
+void Device::gather_amaxes(float* const* histories, const unsigned* slot_begin, unsigned tensors,
+                           unsigned total_slots, float* amaxes, void* stream) const {
+  if (total_slots == 0) return;
+  void* args[] = {&histories, &slot_begin, &tensors, &amaxes};
+  launch_on("fp8sm_gather_amaxes", elementwise(total_slots), args, stream);
+}
+
+void Device::amax_to_order_keys(float* amaxes, std::size_t count, void* stream) const {
+  if (count == 0) return;
+  if (count > 0xFFFFFFFFu) throw std::invalid_argument("amax_to_order_keys: 2^32 amaxes");
+  auto n = static_cast<unsigned>(count);
+  void* args[] = {&amaxes, &n};
+  launch_on("fp8sm_amax_to_order_keys", elementwise(count), args, stream);
+}
+
+void Device::amax_from_order_keys(float* keys, std::size_t count, void* stream) const {
+  if (count == 0) return;
+  if (count > 0xFFFFFFFFu) throw std::invalid_argument("amax_from_order_keys: 2^32 keys");
+  auto n = static_cast<unsigned>(count);
+  void* args[] = {&keys, &n};
+  launch_on("fp8sm_amax_from_order_keys", elementwise(count), args, stream);
 }
 
 void Device::update_scales(const std::vector<ScalingMeta*>& metas, const std::vector<float>& reduced,

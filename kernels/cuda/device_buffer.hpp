@@ -13,16 +13,20 @@ namespace fp8sm::kernels::cuda {
 template <class T>
 class DeviceBuffer {
  public:
-  DeviceBuffer(Device& device, std::size_t count)
-      : device_(device), data_(device.allocate(count * sizeof(T))), count_(count) {}
-  DeviceBuffer(Device& device, const std::vector<T>& host) : DeviceBuffer(device, host.size()) { upload(host); }
-  ~DeviceBuffer() { device_.release(data_); }
+  // In `stream`'s order (Device::allocate); copies in and out go on the same stream.
+  DeviceBuffer(Device& device, std::size_t count, void* stream = nullptr)
+      : device_(device), data_(device.allocate(count * sizeof(T), stream)), count_(count), stream_(stream) {}
+  DeviceBuffer(Device& device, const std::vector<T>& host, void* stream = nullptr)
+      : DeviceBuffer(device, host.size(), stream) {
+    upload(host);
+  }
+  ~DeviceBuffer() { device_.release(data_, stream_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  void upload(const T* host, std::size_t count) { device_.upload(data_, host, count * sizeof(T)); }
+  void upload(const T* host, std::size_t count) { device_.upload(data_, host, count * sizeof(T), stream_); }
   void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
-  void download(T* host, std::size_t count) const { device_.download(host, data_, count * sizeof(T)); }
+  void download(T* host, std::size_t count) const { device_.download(host, data_, count * sizeof(T), stream_); }
   std::vector<T> download() const {
     std::vector<T> host(count_);
     download(host.data(), count_);
@@ -35,6 +39,7 @@ class DeviceBuffer {
   Device& device_;
   void* data_;
   std::size_t count_;
+  void* stream_;
 };
 
 }  // namespace fp8sm::kernels::cuda

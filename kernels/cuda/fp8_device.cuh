@@ -123,6 +123,14 @@ __device__ __forceinline__ fp8sm_u8 fp8sm_cast_value(float x, float scale) {
   return fp8sm_to_fp8<Format>(x != x ? x : __fmul_rn(x, scale));
 }
 
+// 1 / scale (kernels::scale_inverse), written once, by the grid's first thread: the cast kernels
+// read their scale on the device and leave the scale_inv that dequantizes what they wrote.
+__device__ __forceinline__ void fp8sm_write_scale_inv(float scale, float* scale_inv) {
+  if (scale_inv != 0 && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 && threadIdx.y == 0) {
+    *scale_inv = __fdiv_rn(1.0f, scale);
+  }
+}
+
 // from_fp8(code) * scale_inv as the CPU reference computes it; a NaN code gives its NaN as the
 // host's multiplication does (sign and payload kept), not the GPU's canonical NaN.
 template <int Format>

@@ -19,10 +19,11 @@ __device__ void fp8sm_gemm_tn_reference(const fp8sm_u8* a, const fp8sm_u8* b, un
   c[(unsigned long long)i * n + j] = __fmul_rn(acc, __fmul_rn(scale_inv_a, scale_inv_b));
 }
 
-#define FP8SM_GEMM_ENTRY(NAME, FA, FB)                                                                           \
-  extern "C" __global__ void NAME(const fp8sm_u8* a, const fp8sm_u8* b, unsigned m, unsigned n, unsigned k,     \
-                                  float scale_inv_a, float scale_inv_b, float* c) {                             \
-    fp8sm_gemm_tn_reference<FA, FB>(a, b, m, n, k, scale_inv_a, scale_inv_b, c);                                 \
+// The scale_invs are read on the device (what the casts left there).
+#define FP8SM_GEMM_ENTRY(NAME, FA, FB)                                                                       \
+  extern "C" __global__ void NAME(const fp8sm_u8* a, const fp8sm_u8* b, unsigned m, unsigned n, unsigned k, \
+                                  const float* scale_inv_a, const float* scale_inv_b, float* c) {           \
+    fp8sm_gemm_tn_reference<FA, FB>(a, b, m, n, k, *scale_inv_a, *scale_inv_b, c);                           \
   }
 FP8SM_GEMM_ENTRY(fp8sm_gemm_tn_e4m3_e4m3, FP8SM_E4M3, FP8SM_E4M3)
 FP8SM_GEMM_ENTRY(fp8sm_gemm_tn_e4m3_e5m2, FP8SM_E4M3, FP8SM_E5M2)

@@ -37,24 +37,49 @@ GpuDevice::~GpuDevice() {
 
 std::string GpuDevice::name() const { return name_; }
 
-void* GpuDevice::allocate(std::size_t bytes) {
+void* GpuDevice::create_stream() {
+  cudaStream_t stream = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  return stream;
+}
+
+void GpuDevice::destroy_stream(void* stream) noexcept { cudaStreamDestroy(static_cast<cudaStream_t>(stream)); }
+
+void* GpuDevice::do_allocate(std::size_t bytes, void* stream) {
   void* memory = nullptr;
   const std::size_t size = bytes == 0 ? 1 : bytes;
-  check_cuda(cudaMalloc(&memory, size), "cudaMalloc");
-  const cudaError_t zeroed = cudaMemset(memory, 0, size);
-  if (zeroed != cudaSuccess) cudaFree(memory);
-  check_cuda(zeroed, "cudaMemset");
+  const auto s = static_cast<cudaStream_t>(stream);
+  check_cuda(cudaMallocAsync(&memory, size, s), "cudaMallocAsync");
+  const cudaError_t zeroed = cudaMemsetAsync(memory, 0, size, s);
+  if (zeroed != cudaSuccess) cudaFreeAsync(memory, s);
+  check_cuda(zeroed, "cudaMemsetAsync");
   return memory;
 }
 
-void GpuDevice::release(void* memory) noexcept { cudaFree(memory); }
+void GpuDevice::do_release(void* memory, void* stream) noexcept { cudaFreeAsync(memory, static_cast<cudaStream_t>(stream)); }
 
-void GpuDevice::upload(void* device, const void* host, std::size_t bytes) {
-  check_cuda(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+void GpuDevice::do_upload(void* device, const void* host, std::size_t bytes, void* stream) {
+  check_cuda(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
+             "cudaMemcpyAsync to the device");
 }
 
-void GpuDevice::download(void* host, const void* device, std::size_t bytes) {
-  check_cuda(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
+void GpuDevice::do_download(void* host, const void* device, std::size_t bytes, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  check_cuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync from the device");
+  check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+void GpuDevice::do_copy(void* to, const void* from, std::size_t bytes, void* stream) {
+  check_cuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+             "cudaMemcpyAsync on the device");
+}
+
+void GpuDevice::do_zero(void* device, std::size_t bytes, void* stream) {
+  check_cuda(cudaMemsetAsync(device, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+}
+
+void GpuDevice::do_synchronize(void* stream) {
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
 }
 
 bool GpuDevice::takes_fast_gemm(std::size_t m, std::size_t n, std::size_t k, Format a_format,
@@ -64,9 +89,10 @@ bool GpuDevice::takes_fast_gemm(std::size_t m, std::size_t n, std::size_t k, For
 
 void GpuDevice::gemm_tn_fast(const std::uint8_t* a, Format a_format, const float* a_scale_inv, const std::uint8_t* b,
                              Format b_format, const float* b_scale_inv, std::size_t m, std::size_t n, std::size_t k,
-                             float* c) {
+                             float* c, void* stream) {
   if (!lt_) throw std::logic_error(fmt::format("{}: made without the fast GEMM", name()));
-  lt_->gemm_tn(a, a_format, a_scale_inv, b, b_format, b_scale_inv, m, n, k, c);  // throws where it does not apply
+  check_stream(stream, "gemm_tn_fast");
+  lt_->gemm_tn(a, a_format, a_scale_inv, b, b_format, b_scale_inv, m, n, k, c, stream);  // throws where it does not apply
 }
 
 void GpuDevice::launch(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const {

@@ -1,7 +1,7 @@
 // The kernels of kernels/cuda/*.cu on the GPU of this process. NVRTC compiles them for the
 // device's architecture (or the caches have them); cudaLibraryLoadData loads the CUBINs through
-// the runtime API, so nothing links the driver library. Launches are asynchronous on `stream`
-// (nullptr: the default stream); copies are synchronous.
+// the runtime API, so nothing links the driver library. Everything is asynchronous on the
+// stream it names (nullptr: the default stream) but download, which waits for that stream.
 #pragma once
 
 #include <map>
@@ -25,19 +25,27 @@ class GpuDevice final : public Device {
   GpuDevice& operator=(const GpuDevice&) = delete;
 
   std::string name() const override;
-  void* allocate(std::size_t bytes) override;
-  void release(void* memory) noexcept override;
-  void upload(void* device, const void* host, std::size_t bytes) override;
-  void download(void* host, const void* device, std::size_t bytes) override;
+  void* create_stream() override;
+  void destroy_stream(void* stream) noexcept override;
   bool takes_fast_gemm(std::size_t m, std::size_t n, std::size_t k, Format a_format, Format b_format) const override;
   void gemm_tn_fast(const std::uint8_t* a, Format a_format, const float* a_scale_inv, const std::uint8_t* b,
                     Format b_format, const float* b_scale_inv, std::size_t m, std::size_t n, std::size_t k,
-                    float* c) override;
+                    float* c, void* stream = nullptr) override;
 
   int arch() const { return arch_; }
 
  protected:
   void launch(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const override;
+  // Stream-ordered: cudaMallocAsync / cudaFreeAsync from the device's default pool (cudaFree
+  // would synchronise the whole device), copies with cudaMemcpyAsync on the stream; a download
+  // then waits for that stream alone.
+  void* do_allocate(std::size_t bytes, void* stream) override;
+  void do_release(void* memory, void* stream) noexcept override;
+  void do_upload(void* device, const void* host, std::size_t bytes, void* stream) override;
+  void do_download(void* host, const void* device, std::size_t bytes, void* stream) override;
+  void do_copy(void* to, const void* from, std::size_t bytes, void* stream) override;
+  void do_zero(void* device, std::size_t bytes, void* stream) override;
+  void do_synchronize(void* stream) override;
 
  private:
   int arch_ = 0;

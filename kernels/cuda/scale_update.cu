@@ -96,3 +96,38 @@ extern "C" __global__ void fp8sm_scale_update(float* const* histories, float* co
   }
   scales[t][slot] = scale;
 }
+
+// The current amaxes (row 0) of a key's histories, gathered in tensor order (what the key's
+// reduction reads): amaxes[slot_begin[t] + s] = histories[t][s]. One thread per slot.
+extern "C" __global__ void fp8sm_gather_amaxes(float* const* histories, const unsigned* slot_begin, unsigned tensors,
+                                               float* amaxes) {
+  const unsigned index = blockIdx.x * blockDim.x + threadIdx.x;
+  if (index >= slot_begin[tensors]) return;
+  unsigned lo = 0, hi = tensors;
+  while (hi - lo > 1) {
+    const unsigned mid = (lo + hi) / 2;
+    if (slot_begin[mid] <= index) lo = mid; else hi = mid;
+  }
+  amaxes[index] = histories[lo][index - slot_begin[lo]];
+}
+
+// The amaxes of a key as the integer keys a reduction takes their maximum of, in place, and back
+// (runtime/amax_order.hpp: a NaN's sign cleared, negative floats below +0 in numeric order), so
+// that an integer MAX across ranks (ncclMax over ncclInt32) orders them as one process's amax
+// fold does. One thread per amax.
+extern "C" __global__ void fp8sm_amax_to_order_keys(float* amaxes, unsigned count) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  unsigned bits = __float_as_uint(amaxes[i]);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) bits &= 0x7FFFFFFFu;  // NaN: its magnitude
+  if ((bits & 0x80000000u) != 0) bits ^= 0x7FFFFFFFu;           // negative: below +0, in order
+  amaxes[i] = __uint_as_float(bits);                               // the key's bits, as an int32
+}
+
+extern "C" __global__ void fp8sm_amax_from_order_keys(float* keys, unsigned count) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  unsigned bits = __float_as_uint(keys[i]);
+  if ((bits & 0x80000000u) != 0) bits ^= 0x7FFFFFFFu;
+  keys[i] = __uint_as_float(bits);
+}

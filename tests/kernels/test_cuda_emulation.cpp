@@ -155,16 +155,16 @@ TEST(CudaEmulation, EveryGpuEntryPointIsEmulated) {
 // guard bytes, and names the kernel.
 TEST(CudaEmulation, AWriteOutsideABufferIsAFault) {
   EmulatedDevice device;
-  DeviceBuffer<float> in(device, std::vector<float>(100, 1.0f)), amax(device, 1);
+  DeviceBuffer<float> in(device, std::vector<float>(100, 1.0f)), amax(device, 1), one(device, std::vector<float>{1.0f});
   DeviceBuffer<std::uint8_t> out(device, 40);
   try {
-    device.cast(in.get(), false, 100, 1.0f, Format::E4M3, out.get(), amax.get());
+    device.cast(in.get(), false, 100, one.get(), Format::E4M3, out.get(), amax.get());
     ADD_FAILURE() << "no fault";
   } catch (const KernelFault& e) {
     EXPECT_NE(std::string(e.what()).find("fp8sm_cast_vec_f32_e4m3"), std::string::npos) << e.what();
   }
   DeviceBuffer<std::uint8_t> enough(device, 100);
-  device.cast(in.get(), false, 100, 1.0f, Format::E4M3, enough.get(), amax.get());  // no fault
+  device.cast(in.get(), false, 100, one.get(), Format::E4M3, enough.get(), amax.get());  // no fault
   EXPECT_EQ(enough.download(), std::vector<std::uint8_t>(100, 0x38));                // 1.0 in E4M3
 }
 

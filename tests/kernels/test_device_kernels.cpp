@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <random>
@@ -120,14 +121,19 @@ TEST_F(DeviceKernelsTest, CastAndCastTransposeEqualTheReference) {
             const void* in = bf16 ? static_cast<const void*>(d_bf16.get()) : static_cast<const void*>(d_f32.get());
             DeviceBuffer<std::uint8_t> d_out(d, n), d_out_t(d, n), d_cast(d, n);
             DeviceBuffer<float> d_amax(d, std::vector<float>{0.0f}), d_cast_amax(d, std::vector<float>{0.0f});
-            d.cast_transpose(in, bf16, rows, cols, scale, format, d_out.get(), d_out_t.get(), d_amax.get());
-            d.cast(in, bf16, n, scale, format, d_cast.get(), d_cast_amax.get());
+            DeviceBuffer<float> d_scale(d, std::vector<float>{scale}), d_scale_inv(d, 2), d_cast_scale_inv(d, 2);
+            d.cast_transpose(in, bf16, rows, cols, d_scale.get(), format, d_out.get(), d_out_t.get(), d_amax.get(),
+                             d_scale_inv.get());
+            d.cast(in, bf16, n, d_scale.get(), format, d_cast.get(), d_cast_amax.get(), d_cast_scale_inv.get());
             const std::string label = what(format, bf16, rows, cols, with_nan) + (vectorized ? " vectorized" : "");
             EXPECT_EQ(d_out.download(), out) << label;
             EXPECT_EQ(d_out_t.download(), out_t) << label;
             EXPECT_EQ(bits(d_amax.download()[0]), bits(amax)) << label;
             EXPECT_EQ(d_cast.download(), cast_out) << label;
             EXPECT_EQ(bits(d_cast_amax.download()[0]), bits(cast_amax)) << label;
+            // Each cast leaves 1 / scale where it was asked to, once (the next float untouched).
+            EXPECT_EQ(d_scale_inv.download(), (std::vector<float>{scale_inverse(scale), 0.0f})) << label;
+            EXPECT_EQ(d_cast_scale_inv.download(), (std::vector<float>{scale_inverse(scale), 0.0f})) << label;
           }
         }
       }
@@ -163,11 +169,11 @@ TEST_F(DeviceKernelsTest, TheVectorizedKernelsWhereTheyApply) {
   // And the emulation saw the launch it chose.
   auto& emulated = static_cast<EmulatedDevice&>(d);
   const std::size_t before = emulated.launches("fp8sm_cast_transpose_vec_f32_e4m3");
-  DeviceBuffer<float> amax(d, 1);
-  d.cast_transpose(in.get(), false, 16, 20, 1.0f, Format::E4M3, out.get(), out_t.get(), amax.get());
+  DeviceBuffer<float> amax(d, 1), one(d, std::vector<float>{1.0f});
+  d.cast_transpose(in.get(), false, 16, 20, one.get(), Format::E4M3, out.get(), out_t.get(), amax.get());
   EXPECT_EQ(emulated.launches("fp8sm_cast_transpose_vec_f32_e4m3"), before + 1);
   const std::size_t casts = emulated.launches("fp8sm_cast_vec_f32_e4m3");
-  d.cast(in.get(), false, 320, 1.0f, Format::E4M3, out.get(), amax.get());
+  d.cast(in.get(), false, 320, one.get(), Format::E4M3, out.get(), amax.get());
   EXPECT_EQ(emulated.launches("fp8sm_cast_vec_f32_e4m3"), casts + 1);
 #endif
 }
@@ -176,17 +182,18 @@ TEST_F(DeviceKernelsTest, TheVectorizedKernelsWhereTheyApply) {
 // kernels are never reached, so the buffers can be small).
 TEST_F(DeviceKernelsTest, ShapesPastTheGridAreRefused) {
   Device& d = device();
-  DeviceBuffer<float> in(d, 16), amax(d, 1), c(d, 16);
+  DeviceBuffer<float> in(d, 16), amax(d, 1), c(d, 16), one(d, std::vector<float>{1.0f});
   DeviceBuffer<std::uint8_t> out(d, 16), out_t(d, 16);
-  EXPECT_THROW(d.cast_transpose(in.get(), false, 65535u * 32u + 1, 1, 1.0f, Format::E4M3, out.get(), out_t.get(),
+  EXPECT_THROW(d.cast_transpose(in.get(), false, 65535u * 32u + 1, 1, one.get(), Format::E4M3, out.get(), out_t.get(),
                                 amax.get()),
                std::invalid_argument);
-  EXPECT_THROW(d.cast_transpose(in.get(), false, 65535u * 64u + 4, 4, 1.0f, Format::E4M3, out.get(), out_t.get(),
+  EXPECT_THROW(d.cast_transpose(in.get(), false, 65535u * 64u + 4, 4, one.get(), Format::E4M3, out.get(), out_t.get(),
                                 amax.get()),
                std::invalid_argument);
-  EXPECT_THROW(d.gemm_tn_reference(out.get(), Format::E4M3, 1.0f, out.get(), Format::E4M3, 1.0f, 65535u * 16u + 1, 1,
-                                   1, c.get()),
+  EXPECT_THROW(d.gemm_tn_reference(out.get(), Format::E4M3, one.get(), out.get(), Format::E4M3, one.get(),
+                                   65535u * 16u + 1, 1, 1, c.get()),
                std::invalid_argument);
+  EXPECT_THROW(d.matmul_nt(c.get(), c.get(), 65535u * 16u + 1, 1, 1, c.get()), std::invalid_argument);
 }
 
 // Every conversion the kernels can make, through the cast kernel: evenly spread float32 bit
@@ -222,9 +229,9 @@ TEST_F(DeviceKernelsTest, EveryKindOfFloatCastsAsTheReference) {
     std::vector<std::uint8_t> expected(x.size());
     float amax = 0.0f;
     cast_to_fp8(x.data(), x.size(), 1.0f, format, expected.data(), amax);
-    DeviceBuffer<float> d_x(d, x), d_amax(d, std::vector<float>{0.0f});
+    DeviceBuffer<float> d_x(d, x), d_amax(d, std::vector<float>{0.0f}), one(d, std::vector<float>{1.0f});
     DeviceBuffer<std::uint8_t> d_out(d, x.size());
-    d.cast(d_x.get(), false, x.size(), 1.0f, format, d_out.get(), d_amax.get());
+    d.cast(d_x.get(), false, x.size(), one.get(), format, d_out.get(), d_amax.get());
     const std::vector<std::uint8_t> got = d_out.download();
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < x.size() && wrong < 10; ++i) {
@@ -247,9 +254,9 @@ TEST_F(DeviceKernelsTest, AmaxAccumulatesIntoTheBuffer) {
     float amax = before;
     std::vector<std::uint8_t> out(x.f32.size()), out_t(x.f32.size());
     cast_transpose_to_fp8(x.f32.data(), 40, 50, 1.0f, Format::E4M3, out.data(), out_t.data(), amax);
-    DeviceBuffer<float> d_x(d, x.f32), d_amax(d, std::vector<float>{before});
+    DeviceBuffer<float> d_x(d, x.f32), d_amax(d, std::vector<float>{before}), one(d, std::vector<float>{1.0f});
     DeviceBuffer<std::uint8_t> d_out(d, out.size()), d_out_t(d, out.size());
-    d.cast_transpose(d_x.get(), false, 40, 50, 1.0f, Format::E4M3, d_out.get(), d_out_t.get(), d_amax.get());
+    d.cast_transpose(d_x.get(), false, 40, 50, one.get(), Format::E4M3, d_out.get(), d_out_t.get(), d_amax.get());
     EXPECT_EQ(bits(d_amax.download()[0]), bits(amax)) << before;
   }
 }
@@ -295,8 +302,8 @@ TEST_F(DeviceKernelsTest, ReferenceGemmIsBitExactAndTheFastGemmWithinTolerance) 
       std::vector<float> expected(s.m * s.n);
       gemm_tn({a.data(), s.m, fa, sa}, {b.data(), s.n, fb, sb}, s.k, expected.data());
       DeviceBuffer<std::uint8_t> d_a(d, a), d_b(d, b);
-      DeviceBuffer<float> d_c(d, s.m * s.n);
-      d.gemm_tn_reference(d_a.get(), fa, sa, d_b.get(), fb, sb, s.m, s.n, s.k, d_c.get());
+      DeviceBuffer<float> d_c(d, s.m * s.n), d_sa(d, std::vector<float>{sa}), d_sb(d, std::vector<float>{sb});
+      d.gemm_tn_reference(d_a.get(), fa, d_sa.get(), d_b.get(), fb, d_sb.get(), s.m, s.n, s.k, d_c.get());
       const std::vector<float> got = d_c.download();
       for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(bits(got[i]), bits(expected[i])) << i;
 
@@ -307,7 +314,6 @@ TEST_F(DeviceKernelsTest, ReferenceGemmIsBitExactAndTheFastGemmWithinTolerance) 
       EXPECT_FALSE(fast) << "the emulation has no fast GEMM";
 #endif
       if (!fast) continue;
-      DeviceBuffer<float> d_sa(d, std::vector<float>{sa}), d_sb(d, std::vector<float>{sb});
       DeviceBuffer<float> d_fast(d, s.m * s.n);
       d.gemm_tn_fast(d_a.get(), fa, d_sa.get(), d_b.get(), fb, d_sb.get(), s.m, s.n, s.k, d_fast.get());
       // The fast GEMM's tolerance (kernels/README.md): FP8 tensor cores may add with about 14
@@ -375,6 +381,109 @@ TEST_F(DeviceKernelsTest, FusedAndUnfusedUpdatesOfManyTensorsInOneLaunch) {
       }
     }
   }
+}
+
+// The runtime's fp32 operations (elementwise.cu), against what the runtime's CPU backend
+// computes, written out here: the same values bit for bit, NaN, -0 and subnormals included.
+std::vector<float> awkward_values(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = normal(random);
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), -1e-39f, 1e30f, -1e30f};
+  for (std::size_t i = 0; i < std::size(specials) && i < count; ++i) v[i * 7 % count] = specials[i];
+  return v;
+}
+
+TEST_F(DeviceKernelsTest, Fp32OperationsEqualTheRuntimesCpuCode) {
+  Device& d = device();
+  for (std::size_t n : {1u, 255u, 1000u}) {
+    const std::vector<float> x = awkward_values(n, n), y = awkward_values(n, n + 1);
+    DeviceBuffer<float> d_x(d, x), d_y(d, y), d_out(d, n), d_w(d, x);
+    const float rate = 0.05f;
+    std::vector<float> relu(n), relu_back(n), sum(n), sgd(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      relu[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      relu_back[i] = x[i] > 0.0f ? y[i] : 0.0f;
+      sum[i] = x[i] + y[i];
+      sgd[i] = x[i] - rate * y[i];
+    }
+    const auto same = [&](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(bits(got[i]), bits(want[i])) << what << " " << i << " of " << n;
+    };
+    d.relu(d_x.get(), n, d_out.get());
+    same(d_out.download(), relu, "relu");
+    d.relu_backward(d_x.get(), d_y.get(), n, d_out.get());
+    same(d_out.download(), relu_back, "relu_backward");
+    d.add(d_x.get(), d_y.get(), n, d_out.get());
+    same(d_out.download(), sum, "add");
+    d.add(d_x.get(), d_y.get(), n, d_x.get());  // in place, as gradient sums are
+    same(d_x.download(), sum, "add in place");
+    d.sgd(d_w.get(), d_y.get(), rate, n);
+    same(d_w.download(), sgd, "sgd");
+  }
+  const struct { std::size_t m, n, k; } shapes[] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {4, 1, 300}};
+  for (const auto& s : shapes) {
+    const std::vector<float> a = awkward_values(s.m * s.k, s.m), b = awkward_values(s.n * s.k, s.n + 9);
+    std::vector<float> c(s.m * s.n), t(s.k * s.m);
+    for (std::size_t i = 0; i < s.m; ++i) {
+      for (std::size_t j = 0; j < s.n; ++j) {
+        float acc = 0.0f;
+        for (std::size_t p = 0; p < s.k; ++p) acc += a[i * s.k + p] * b[j * s.k + p];
+        c[i * s.n + j] = acc;
+      }
+      for (std::size_t p = 0; p < s.k; ++p) t[p * s.m + i] = a[i * s.k + p];
+    }
+    DeviceBuffer<float> d_a(d, a), d_b(d, b), d_c(d, s.m * s.n), d_t(d, s.k * s.m);
+    d.matmul_nt(d_a.get(), d_b.get(), s.m, s.n, s.k, d_c.get());
+    d.transpose(d_a.get(), s.m, s.k, d_t.get());
+    const std::vector<float> got_c = d_c.download(), got_t = d_t.download();
+    for (std::size_t i = 0; i < c.size(); ++i) ASSERT_EQ(bits(got_c[i]), bits(c[i])) << s.m << "x" << s.n << "x" << s.k;
+    for (std::size_t i = 0; i < t.size(); ++i) ASSERT_EQ(bits(got_t[i]), bits(t[i])) << s.m << "x" << s.k;
+  }
+}
+
+// A key's current amaxes gathered from its histories' row 0, in tensor order.
+TEST_F(DeviceKernelsTest, GatherAmaxesReadsRowZeroOfEveryTensorInOrder) {
+  Device& d = device();
+  const std::vector<unsigned> slots = {2, 1, 3};
+  const std::size_t length = 4;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> histories;
+  std::vector<float*> pointers;
+  std::vector<unsigned> begin = {0};
+  std::vector<float> expected;
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    std::vector<float> h(length * slots[t]);
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(100 * t + i);
+    for (unsigned s = 0; s < slots[t]; ++s) expected.push_back(h[s]);
+    histories.push_back(std::make_unique<DeviceBuffer<float>>(d, h));
+    pointers.push_back(histories.back()->get());
+    begin.push_back(begin.back() + slots[t]);
+  }
+  DeviceBuffer<float*> d_pointers(d, pointers);
+  DeviceBuffer<unsigned> d_begin(d, begin);
+  DeviceBuffer<float> amaxes(d, begin.back());
+  d.gather_amaxes(d_pointers.get(), d_begin.get(), 3, begin.back(), amaxes.get());
+  EXPECT_EQ(amaxes.download(), expected);
+}
+
+// Copies are counted: what crosses between host and device, apart from copies on the device.
+TEST_F(DeviceKernelsTest, TheDeviceCountsItsCopies) {
+  Device& d = device();
+  d.reset_traffic();
+  DeviceBuffer<float> a(d, std::vector<float>(10, 1.0f)), b(d, 10);
+  d.copy(b.get(), a.get(), 10 * sizeof(float));
+  d.zero(a.get(), 10 * sizeof(float));
+  const std::vector<float> back = b.download();
+  EXPECT_EQ(back, std::vector<float>(10, 1.0f));
+  EXPECT_EQ(a.download(), std::vector<float>(10, 0.0f));
+  const Device::Traffic& t = d.traffic();
+  EXPECT_EQ(t.uploads, 1u);
+  EXPECT_EQ(t.upload_bytes, 40u);
+  EXPECT_EQ(t.downloads, 2u);
+  EXPECT_EQ(t.download_bytes, 80u);
+  EXPECT_EQ(t.device_copies, 1u);
+  EXPECT_EQ(t.synchronizations, 2u);
 }
 
 #ifdef FP8SM_TEST_ON_GPU

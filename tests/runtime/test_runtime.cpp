@@ -475,10 +475,11 @@ TEST(RuntimeCheckpointSlots, NestedNonReentrantCheckpointsTrainAsWithout) {
       EXPECT_EQ(counts.backward_updates, 1);
       const runtime::Context& view = ctx;
       for (spec::ModuleId m = 0; m < 2; ++m) {
-        trace.insert(trace.end(), view.meta(m).forward.scale.begin(), view.meta(m).forward.scale.end());
-        trace.insert(trace.end(), view.meta(m).backward.scale.begin(), view.meta(m).backward.scale.end());
-        trace.insert(trace.end(), view.meta(m).forward.amax_history.begin(), view.meta(m).forward.amax_history.end());
-        trace.insert(trace.end(), view.meta(m).backward.amax_history.begin(), view.meta(m).backward.amax_history.end());
+        const runtime::ModuleMeta meta = view.meta(m);  // a host copy
+        trace.insert(trace.end(), meta.forward.scale.begin(), meta.forward.scale.end());
+        trace.insert(trace.end(), meta.backward.scale.begin(), meta.backward.scale.end());
+        trace.insert(trace.end(), meta.forward.amax_history.begin(), meta.forward.amax_history.end());
+        trace.insert(trace.end(), meta.backward.amax_history.begin(), meta.backward.amax_history.end());
       }
       trace.insert(trace.end(), y.values.begin(), y.values.end());
     }

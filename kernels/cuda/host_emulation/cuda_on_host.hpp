@@ -69,6 +69,7 @@ inline float __int_as_float(int i) {
 inline float fp8sm_emulated_gpu_nan(float result) { return result != result ? __uint_as_float(0x7FFFFFFFu) : result; }
 inline float __fmul_rn(float a, float b) { return fp8sm_emulated_gpu_nan(a * b); }
 inline float __fadd_rn(float a, float b) { return fp8sm_emulated_gpu_nan(a + b); }
+inline float __fsub_rn(float a, float b) { return fp8sm_emulated_gpu_nan(a - b); }
 inline float __fdiv_rn(float a, float b) { return fp8sm_emulated_gpu_nan(a / b); }
 
 // fmaxf and ldexpf are the C library's (<cmath> brings them into the global namespace).

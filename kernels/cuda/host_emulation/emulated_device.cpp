@@ -31,9 +31,20 @@ bool intact(const unsigned char* guard) {
 
 EmulatedDevice::~EmulatedDevice() {
   for (const auto& [memory, bytes] : live_) std::free(base_of(memory));
+  for (void* stream : streams_) delete static_cast<char*>(stream);
 }
 
-void* EmulatedDevice::allocate(std::size_t bytes) {
+void* EmulatedDevice::create_stream() {
+  void* stream = new char;
+  streams_.insert(stream);
+  return stream;
+}
+
+void EmulatedDevice::destroy_stream(void* stream) noexcept {
+  if (streams_.erase(stream) != 0) delete static_cast<char*>(stream);
+}
+
+void* EmulatedDevice::do_allocate(std::size_t bytes, void* /*stream*/) {
   const std::size_t size = bytes == 0 ? 1 : bytes;
   auto* base = static_cast<unsigned char*>(std::aligned_alloc(kGuardBytes, (size + 2 * kGuardBytes + kGuardBytes - 1) /
                                                                                kGuardBytes * kGuardBytes));
@@ -46,16 +57,26 @@ void* EmulatedDevice::allocate(std::size_t bytes) {
   return memory;
 }
 
-void EmulatedDevice::release(void* memory) noexcept {
+void EmulatedDevice::do_release(void* memory, void* /*stream*/) noexcept {
   const auto it = live_.find(memory);
   if (it == live_.end()) return;
   live_.erase(it);
   std::free(base_of(memory));
 }
 
-void EmulatedDevice::upload(void* device, const void* host, std::size_t bytes) { std::memcpy(device, host, bytes); }
+void EmulatedDevice::do_upload(void* device, const void* host, std::size_t bytes, void* /*stream*/) {
+  std::memcpy(device, host, bytes);
+}
 
-void EmulatedDevice::download(void* host, const void* device, std::size_t bytes) { std::memcpy(host, device, bytes); }
+void EmulatedDevice::do_download(void* host, const void* device, std::size_t bytes, void* /*stream*/) {
+  std::memcpy(host, device, bytes);
+}
+
+void EmulatedDevice::do_copy(void* to, const void* from, std::size_t bytes, void* /*stream*/) {
+  std::memmove(to, from, bytes);
+}
+
+void EmulatedDevice::do_zero(void* device, std::size_t bytes, void* /*stream*/) { std::memset(device, 0, bytes); }
 
 void EmulatedDevice::launch(const std::string& entry, const LaunchShape& shape, void** args, void* /*stream*/) const {
   const auto& kernels = emulation::host_kernels();

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 
 #include "kernels/cuda/device.hpp"
@@ -24,21 +25,29 @@ class EmulatedDevice final : public Device {
   EmulatedDevice& operator=(const EmulatedDevice&) = delete;
 
   std::string name() const override { return "CUDA host emulation"; }
-  void* allocate(std::size_t bytes) override;
-  void release(void* memory) noexcept override;
-  void upload(void* device, const void* host, std::size_t bytes) override;
-  void download(void* host, const void* device, std::size_t bytes) override;
+  // Streams are tokens here (everything runs at once, in issue order); each is a distinct
+  // address, so that the stream checks (Device::require_stream) see which one work names.
+  void* create_stream() override;
+  void destroy_stream(void* stream) noexcept override;
 
   // How many times `entry` was launched (tests: which kernel an operation chose).
   std::size_t launches(const std::string& entry) const;
 
  protected:
   void launch(const std::string& entry, const LaunchShape& shape, void** args, void* stream) const override;
+  void* do_allocate(std::size_t bytes, void* stream) override;
+  void do_release(void* memory, void* stream) noexcept override;
+  void do_upload(void* device, const void* host, std::size_t bytes, void* stream) override;
+  void do_download(void* host, const void* device, std::size_t bytes, void* stream) override;
+  void do_copy(void* to, const void* from, std::size_t bytes, void* stream) override;
+  void do_zero(void* device, std::size_t bytes, void* stream) override;
+  void do_synchronize(void* /*stream*/) override {}
 
  private:
   void check_guards(const std::string& after) const;
 
   std::map<const void*, std::size_t> live_;  // user pointer -> bytes
+  std::set<void*> streams_;
   mutable std::map<std::string, std::size_t> launches_;
 };
 

@@ -11,6 +11,7 @@ namespace fp8sm::kernels::cuda::emulation::sources {
 #include "kernels/cuda/cast.cu"
 #include "kernels/cuda/cast_transpose.cu"
 #include "kernels/cuda/dequantize.cu"
+#include "kernels/cuda/elementwise.cu"
 #include "kernels/cuda/gemm.cu"
 #include "kernels/cuda/scale_update.cu"
 }  // namespace fp8sm::kernels::cuda::emulation::sources
@@ -65,6 +66,15 @@ const std::map<std::string, HostKernel>& host_kernels() {
       {"fp8sm_gemm_tn_e5m2_e4m3", host_kernel(fp8sm_gemm_tn_e5m2_e4m3)},
       {"fp8sm_gemm_tn_e5m2_e5m2", host_kernel(fp8sm_gemm_tn_e5m2_e5m2)},
       {"fp8sm_scale_update", host_kernel(fp8sm_scale_update)},
+      {"fp8sm_gather_amaxes", host_kernel(fp8sm_gather_amaxes)},
+      {"fp8sm_amax_to_order_keys", host_kernel(fp8sm_amax_to_order_keys)},
+      {"fp8sm_amax_from_order_keys", host_kernel(fp8sm_amax_from_order_keys)},
+      {"fp8sm_relu", host_kernel(fp8sm_relu)},
+      {"fp8sm_relu_backward", host_kernel(fp8sm_relu_backward)},
+      {"fp8sm_add", host_kernel(fp8sm_add)},
+      {"fp8sm_sgd", host_kernel(fp8sm_sgd)},
+      {"fp8sm_matmul_nt_f32", host_kernel(fp8sm_matmul_nt_f32)},
+      {"fp8sm_transpose_f32", host_kernel(fp8sm_transpose_f32)},
   };
   return kernels;
 }
