@@ -40,8 +40,8 @@ class Adam {
  public:
   Adam(runtime::Backend& backend, float learning_rate) : backend_(backend), rate_(learning_rate) {}
   void add(Matrix& value, Matrix& grad) {
-    parameters_.push_back(Parameter{&value, &grad, std::vector<float>(value.values.size(), 0.0f),
-                                    std::vector<float>(value.values.size(), 0.0f)});
+    parameters_.push_back(Parameter{&value, &grad, std::vector<float>(value.size(), 0.0f),
+                                    std::vector<float>(value.size(), 0.0f)});
   }
   // One update from the gradients, which are then zeroed.
   void step() {

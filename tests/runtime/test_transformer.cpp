@@ -78,6 +78,21 @@ TEST(Transformer, UpstreamUpdatesAgainAtEveryRecompute) {
   }
 }
 
+// On the CUDA kernels (host emulation) the transformer trains bit for bit as on the CPU, in
+// every checkpointing: its FP8 Linears on the device, its other layers on the host.
+TEST(Transformer, OnTheDeviceBackendItTrainsBitForBitAsOnTheCpu) {
+  for (BlockCheckpoint checkpoint : {BlockCheckpoint::None, BlockCheckpoint::Reentrant, BlockCheckpoint::NonReentrant,
+                                     BlockCheckpoint::Nested}) {
+    TransformerOptions o = options(checkpoint, spec::Semantics::Fp8sm, 2);
+    o.width = 16;
+    o.batch = 2;
+    const auto cpu = examples::train_transformer(o);
+    o.backend = "cuda-emulated";
+    const auto device = examples::train_transformer(o);
+    EXPECT_EQ(everything(device), everything(cpu)) << static_cast<int>(checkpoint);
+  }
+}
+
 TEST(Transformer, TheLossFalls) {
   TransformerOptions o = options(BlockCheckpoint::Nested, spec::Semantics::Fp8sm, 40);
   o.width = 32;
