@@ -84,6 +84,9 @@ class Backend {
   virtual Matrix to_backend(Matrix m) { return m; }
   virtual Matrix zeros(std::size_t rows, std::size_t cols) { return Matrix(rows, cols); }
   virtual Traffic traffic() const { return {}; }
+  // Waits until everything issued so far has run (a device backend's stream; nothing to wait
+  // for on the CPU). Never needed for correctness: for timing from the host.
+  virtual void synchronize() {}
 
   // q = fp8(x * scale) and its transpose with `meta`'s scale of `slot`; the slot's current amax
   // (row 0) := max(amax, max|x|).

@@ -134,6 +134,8 @@ class DeviceBackend final : public Backend {
 
   Matrix zeros(std::size_t rows, std::size_t cols) override { return empty(rows, cols); }
 
+  void synchronize() override { device().synchronize(stream()); }
+
   Fp8Matrix cast_transpose(const Matrix& x, MetaTensors& meta, std::size_t slot, kernels::Format format) override {
     if (slot >= meta.slots) throw std::logic_error(fmt::format("cast_transpose: slot {} of {}", slot, meta.slots));
     Fp8Matrix out;
