@@ -19,7 +19,7 @@
 
 #include "examples/transformer.hpp"
 #include "runtime/fp8sm_runtime.hpp"
-#include "statemachine/machine.hpp"
+#include "bench/table_replay.hpp"
 
 namespace {
 
@@ -32,9 +32,7 @@ struct Figures {
   double step_us = 0;
 };
 
-// The table's time for one step's events: they are logged from one step, then replayed many
-// times on copies of the machine as it was before that step; the copies alone are timed too and
-// taken off. And the whole step's time, over `steps` steps after a first (registration and
+// The table's time for one step's events (table_replay.hpp), and the whole step's time, over `steps` steps after a first (registration and
 // first-use growth happen in the first step).
 Figures measure(fp8sm::runtime::Context& ctx, const std::function<void()>& step, int steps, int replays) {
   step();
@@ -42,26 +40,11 @@ Figures measure(fp8sm::runtime::Context& ctx, const std::function<void()>& step,
   for (int s = 0; s < steps; ++s) step();
   const double step_ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count() / steps;
 
-  const fp8sm::statemachine::Machine before(ctx.machine());
-  std::vector<fp8sm::runtime::FiredEvent> events;
-  ctx.log_events(&events);
-  step();
-  ctx.log_events(nullptr);
-  auto time_replays = [&](bool fire) {
-    const auto t0 = Clock::now();
-    for (int r = 0; r < replays; ++r) {
-      fp8sm::statemachine::Machine m(before);
-      m.set_hooks(nullptr);
-      if (!fire) continue;
-      for (const auto& e : events) std::visit([&m](const auto& event) { (void)m.fire(event); }, e.event);
-    }
-    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-  };
-  const double replay_ns = time_replays(true) - time_replays(false);
+  const fp8sm::bench::TableTime table = fp8sm::bench::time_table(ctx, step, replays);
 
   Figures f;
-  f.events_per_step = static_cast<double>(events.size());
-  f.ns_per_event = replay_ns / (static_cast<double>(replays) * static_cast<double>(events.size()));
+  f.events_per_step = static_cast<double>(table.events);
+  f.ns_per_event = table.ns_per_step / static_cast<double>(table.events);
   f.step_us = step_ns / 1000.0;
   return f;
 }

@@ -29,7 +29,7 @@
 
 #include "runtime/backends.hpp"
 #include "runtime/fp8sm_runtime.hpp"
-#include "statemachine/machine.hpp"
+#include "bench/table_replay.hpp"
 
 namespace {
 
@@ -229,23 +229,8 @@ int main(int argc, char** argv) {
   const std::map<std::string, double> part_seconds = parts.seconds;
 
   // The state machine: one step's events replayed on copies of the machine as it was before.
-  const fp8sm::statemachine::Machine before(ctx.machine());
-  std::vector<rt::FiredEvent> events;
-  ctx.log_events(&events);
-  stack.step();
-  ctx.log_events(nullptr);
-  const int replays = 2000;
-  const auto replay = [&](bool fire) {
-    const auto t0 = Clock::now();
-    for (int r = 0; r < replays; ++r) {
-      fp8sm::statemachine::Machine m(before);
-      m.set_hooks(nullptr);
-      if (!fire) continue;
-      for (const auto& e : events) std::visit([&m](const auto& event) { (void)m.fire(event); }, e.event);
-    }
-    return seconds_since(t0);
-  };
-  const double machine_ms = (replay(true) - replay(false)) * 1000.0 / replays;
+  const fp8sm::bench::TableTime table = fp8sm::bench::time_table(ctx, [&stack] { stack.step(); }, 2000);
+  const double machine_ms = table.ns_per_step / 1e6;
 
   fmt::print("profiled step (every operation waited for): {:.3f} ms\n", profiled_ms);
   double accounted = 0;
@@ -257,7 +242,7 @@ int main(int argc, char** argv) {
   }
   fmt::print("  {:<28} {:10.3f} ms {:7.2f} %\n", "the runtime on the host", profiled_ms - accounted,
              100.0 * (profiled_ms - accounted) / profiled_ms);
-  fmt::print("state machine: {} events, {:.4f} ms a step: {:.4f} % of the step\n", events.size(), machine_ms,
+  fmt::print("state machine: {} events, {:.4f} ms a step: {:.4f} % of the step\n", table.events, machine_ms,
              100.0 * machine_ms / step_ms);
   return 0;
 }
