@@ -33,7 +33,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFP8SM_REQUIRE_CUDA=ON -DCUDAToo
   > "$out/configure.log" 2>&1 || { echo "configure failed (see $out/configure.log)"; exit 1; }
 cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_runtime kernel_bandwidth train_mlp \
   test_runtime test_runtime_properties test_device_backend_properties test_emulated_kernels test_kernels_fp8 \
-  train_step test_device_residency \
+  train_step test_device_residency test_cuda_residency \
   > "$out/build.log" 2>&1 \
   || { echo "build failed (see $out/build.log)"; exit 1; }
 

@@ -1,7 +1,10 @@
 // A device backend keeps its tensors in device memory: a training step copies nothing between
 // the host and the device but what the program feeds in and reads back, and all its work goes on
 // the backend's one stream. Counted through the Device (kernels::cuda::Device::traffic, every
-// upload and download it makes) on the host emulation, which runs the launches a GPU would.
+// upload and download it makes). Built twice: on the host emulation, which runs the launches a
+// GPU would ("cuda-emulated", runs everywhere), and on the GPU ("cuda-exact", tests/gpu/ with
+// FP8SM_TEST_ON_GPU: skipped, saying why, where no GPU is usable; the stream and key tests,
+// which read the emulation's own records, only on the emulation).
 //
 // What train_mlp's step must copy, and why: its input batch (made on the host) and the loss's
 // gradient (computed on the host from the prediction) go in, two uploads; the prediction comes
@@ -24,11 +27,29 @@
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/host_emulation/emulated_device.hpp"
 #include "runtime/amax_order.hpp"
+#include "runtime/backends.hpp"
+#ifdef FP8SM_TEST_ON_GPU
+#include "runtime/cuda_backend.hpp"
+#endif
 #include "runtime/device_backend.hpp"
 #include "runtime/fp8sm_runtime.hpp"
 
 namespace fp8sm {
 namespace {
+
+#ifdef FP8SM_TEST_ON_GPU
+const char* const kBackend = "cuda-exact";
+#define FP8SM_REQUIRE_DEVICE()                                        \
+  do {                                                               \
+    const std::string why = runtime::cuda_unavailable_reason();      \
+    if (!why.empty()) GTEST_SKIP() << why;                           \
+  } while (false)
+#else
+const char* const kBackend = "cuda-emulated";
+#define FP8SM_REQUIRE_DEVICE() \
+  do {                         \
+  } while (false)
+#endif
 
 using examples::CheckpointKind;
 using examples::Granularity;
@@ -39,13 +60,14 @@ examples::MlpOptions options(CheckpointKind kind, Granularity g, spec::Semantics
   o.checkpoint = kind;
   o.granularity = g;
   o.semantics = semantics;
-  o.backend = "cuda-emulated";
+  o.backend = kBackend;
   o.steps = 4;
   o.batch = 8;
   return o;
 }
 
 TEST(DeviceResidency, AStepCopiesOnlyItsInputsAndItsReadout) {
+  FP8SM_REQUIRE_DEVICE();
   for (spec::Semantics semantics : {spec::Semantics::Fp8sm, spec::Semantics::Upstream}) {
     for (CheckpointKind kind : {CheckpointKind::None, CheckpointKind::Reentrant, CheckpointKind::NonReentrant}) {
       for (Granularity g : {Granularity::Single, Granularity::PerLayer, Granularity::Nested}) {
@@ -91,7 +113,7 @@ template <class Group>
 std::vector<runtime::Traffic> train_with(Group& group) {
   runtime::Recipe recipe;
   recipe.amax_history_len = 4;
-  runtime::Context ctx(recipe, runtime::make_emulated_cuda_backend(), spec::Semantics::Fp8sm, &group);
+  runtime::Context ctx(recipe, runtime::make_backend(kBackend), spec::Semantics::Fp8sm, &group);
   runtime::Linear l0(ctx, "L0", 8, 16, 1), l1(ctx, "L1", 16, 4, 2);
   std::vector<runtime::Traffic> steps;
   for (int step = 0; step < 3; ++step) {
@@ -109,6 +131,7 @@ std::vector<runtime::Traffic> train_with(Group& group) {
 }
 
 TEST(DeviceResidency, OnlyAHostGroupsReductionCopiesTheAmaxes) {
+  FP8SM_REQUIRE_DEVICE();
   HostGroupOfTwo host;
   const auto host_steps = train_with(host);
   DeviceGroupOfTwo device;
@@ -126,6 +149,7 @@ TEST(DeviceResidency, OnlyAHostGroupsReductionCopiesTheAmaxes) {
   }
 }
 
+#ifndef FP8SM_TEST_ON_GPU
 // Every launch of a backend goes on its stream: the device refuses any other (so a training that
 // completes named it every time), whether the backend made the stream or was given one.
 TEST(DeviceResidency, EveryLaunchNamesTheBackendsStream) {
@@ -156,8 +180,11 @@ TEST(DeviceResidency, EveryLaunchNamesTheBackendsStream) {
 
 // Values enter a device backend checked: a NaN in an input is refused at the upload, with the
 // same error as on the CPU, before any event.
+#endif
+
 TEST(DeviceResidency, ANonFiniteInputIsRefusedWhereItEntersTheDevice) {
-  runtime::Context ctx(runtime::Recipe{}, runtime::make_emulated_cuda_backend());
+  FP8SM_REQUIRE_DEVICE();
+  runtime::Context ctx(runtime::Recipe{}, runtime::make_backend(kBackend));
   runtime::Linear l0(ctx, "L0", 2, 2, 1);
   Matrix x(1, 2, 1.0f);
   x.values[1] = std::nanf("");
@@ -167,6 +194,7 @@ TEST(DeviceResidency, ANonFiniteInputIsRefusedWhereItEntersTheDevice) {
   EXPECT_EQ(ctx.backend().traffic().uploads, 2u + 2u + 1u);
 }
 
+#ifndef FP8SM_TEST_ON_GPU
 // The device's order keys (what the NCCL group reduces) are amax_order.hpp's, and come back.
 TEST(DeviceResidency, TheDevicesOrderKeysAreTheReductionsOrder) {
   std::vector<float> amaxes = {0.0f, -0.0f, 1.0f, 3.4e38f, std::numeric_limits<float>::infinity(),
@@ -195,6 +223,8 @@ TEST(DeviceResidency, TheDevicesOrderKeysAreTheReductionsOrder) {
     EXPECT_EQ(got_bits, expected_bits) << i;
   }
 }
+
+#endif
 
 }  // namespace
 }  // namespace fp8sm
