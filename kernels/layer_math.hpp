@@ -2,8 +2,8 @@
 // causal single-head attention, softmax cross-entropy, forward and backward. They compute in
 // the precision they are instantiated with (float for the runtime, double for the tests that
 // check the backward against finite differences) and in a fixed order, so the same inputs give
-// the same bits. Matrices are row-major. No backend has device kernels for these yet: every
-// backend computes them here.
+// the same bits. Matrices are row-major. The CPU backend computes them here; the CUDA kernels of
+// kernels/cuda/layers.cu compute the float versions in the same order.
 #pragma once
 
 #include <cstddef>

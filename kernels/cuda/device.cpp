@@ -25,6 +25,14 @@ LaunchShape elementwise(std::size_t count) {
   return shape;
 }
 
+// A thread per item, for the kernels that are not grid-stride (one index each):
+// std::invalid_argument where the items would pass the grid elementwise() launches.
+LaunchShape thread_each(std::size_t count, const char* what) {
+  constexpr std::size_t kMaxThreads = 65535u * 16u * 256u;
+  if (count > kMaxThreads) throw std::invalid_argument(fmt::format("{}: {} items, more than one launch holds", what, count));
+  return elementwise(count);
+}
+
 bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
 
 }  // namespace
@@ -45,6 +53,11 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& Device::ent
        {"fp8sm_scale_update", "fp8sm_gather_amaxes", "fp8sm_amax_to_order_keys", "fp8sm_amax_from_order_keys"}},
       {"elementwise.cu",
        {"fp8sm_relu", "fp8sm_relu_backward", "fp8sm_add", "fp8sm_sgd", "fp8sm_matmul_nt_f32", "fp8sm_transpose_f32"}},
+      {"layers.cu",
+       {"fp8sm_gelu_forward", "fp8sm_gelu_backward", "fp8sm_layer_norm_forward", "fp8sm_layer_norm_backward_dx",
+        "fp8sm_layer_norm_backward_params", "fp8sm_attention_forward", "fp8sm_attention_backward",
+        "fp8sm_cross_entropy_rows", "fp8sm_cross_entropy_sum", "fp8sm_cross_entropy_backward",
+        "fp8sm_embedding_forward", "fp8sm_embedding_backward", "fp8sm_adam"}},
   };
   return entries;
 }
@@ -247,6 +260,125 @@ void Device::transpose(const float* in, std::size_t rows, std::size_t cols, floa
   launch_on("fp8sm_transpose_f32", elementwise(n), args, stream);
 }
 
+namespace {
+
+// A layer's sizes as the kernels take them.
+unsigned narrow(std::size_t value, const char* what) {
+  if (value > 0xFFFFFFFFu) throw std::invalid_argument(fmt::format("{}: {} is 2^32 or more", what, value));
+  return static_cast<unsigned>(value);
+}
+
+}  // namespace
+
+void Device::gelu(const float* x, std::size_t count, float* y, void* stream) const {
+  if (count == 0) return;
+  unsigned long long n = count;
+  void* args[] = {&x, &n, &y};
+  launch_on("fp8sm_gelu_forward", thread_each(count, "fp8sm_gelu_forward"), args, stream);
+}
+
+void Device::gelu_backward(const float* x, const float* dy, std::size_t count, float* dx, void* stream) const {
+  if (count == 0) return;
+  unsigned long long n = count;
+  void* args[] = {&x, &dy, &n, &dx};
+  launch_on("fp8sm_gelu_backward", thread_each(count, "fp8sm_gelu_backward"), args, stream);
+}
+
+void Device::layer_norm(const float* x, std::size_t rows, std::size_t cols, const float* gamma, const float* beta,
+                        float eps, float* y, float* mean, float* rstd, void* stream) const {
+  if (rows == 0) return;
+  unsigned r = narrow(rows, "layer_norm rows");
+  unsigned c = narrow(cols, "layer_norm cols");
+  void* args[] = {&x, &r, &c, &gamma, &beta, &eps, &y, &mean, &rstd};
+  launch_on("fp8sm_layer_norm_forward", thread_each(rows, "fp8sm_layer_norm_forward"), args, stream);
+}
+
+void Device::layer_norm_backward(const float* x, const float* dy, std::size_t rows, std::size_t cols,
+                                 const float* gamma, const float* mean, const float* rstd, float* dx, float* dgamma,
+                                 float* dbeta, void* stream) const {
+  if (rows == 0 || cols == 0) return;
+  unsigned r = narrow(rows, "layer_norm rows");
+  unsigned c = narrow(cols, "layer_norm cols");
+  void* dx_args[] = {&x, &dy, &r, &c, &gamma, &mean, &rstd, &dx};
+  launch_on("fp8sm_layer_norm_backward_dx", thread_each(rows, "fp8sm_layer_norm_backward_dx"), dx_args, stream);
+  void* param_args[] = {&x, &dy, &r, &c, &mean, &rstd, &dgamma, &dbeta};
+  launch_on("fp8sm_layer_norm_backward_params", thread_each(cols, "fp8sm_layer_norm_backward_params"), param_args, stream);
+}
+
+void Device::causal_attention(const float* qkv, std::size_t sequences, std::size_t length, std::size_t width,
+                              float* out, float* probabilities, void* stream) const {
+  if (sequences == 0 || length == 0) return;
+  unsigned s = narrow(sequences, "attention sequences");
+  unsigned l = narrow(length, "attention length");
+  unsigned w = narrow(width, "attention width");
+  void* args[] = {&qkv, &s, &l, &w, &out, &probabilities};
+  launch_on("fp8sm_attention_forward", thread_each(std::uint64_t{sequences} * length, "fp8sm_attention_forward"), args, stream);
+}
+
+void Device::causal_attention_backward(const float* qkv, const float* probabilities, const float* dout,
+                                       std::size_t sequences, std::size_t length, std::size_t width, float* dqkv,
+                                       float* scratch, void* stream) const {
+  if (sequences == 0 || length == 0) return;
+  unsigned s = narrow(sequences, "attention sequences");
+  unsigned l = narrow(length, "attention length");
+  unsigned w = narrow(width, "attention width");
+  void* args[] = {&qkv, &probabilities, &dout, &s, &l, &w, &dqkv, &scratch};
+  launch_on("fp8sm_attention_backward", thread_each(sequences, "fp8sm_attention_backward"), args, stream);
+}
+
+void Device::cross_entropy(const float* logits, std::size_t rows, std::size_t cols, const int* targets,
+                           std::size_t counted, float* probabilities, float* terms, float* loss, void* stream) const {
+  unsigned r = narrow(rows, "cross_entropy rows");
+  unsigned c = narrow(cols, "cross_entropy cols");
+  unsigned n = narrow(counted, "cross_entropy rows");
+  if (rows != 0) {
+    void* row_args[] = {&logits, &r, &c, &targets, &probabilities, &terms};
+    launch_on("fp8sm_cross_entropy_rows", thread_each(rows, "fp8sm_cross_entropy_rows"), row_args, stream);
+  }
+  void* sum_args[] = {&terms, &targets, &r, &n, &loss};
+  launch_on("fp8sm_cross_entropy_sum", thread_each(1, "fp8sm_cross_entropy_sum"), sum_args, stream);
+}
+
+void Device::cross_entropy_backward(const float* probabilities, std::size_t rows, std::size_t cols,
+                                    const int* targets, std::size_t counted, const float* dloss, float* dlogits,
+                                    void* stream) const {
+  if (rows == 0 || cols == 0) return;
+  unsigned r = narrow(rows, "cross_entropy rows");
+  unsigned c = narrow(cols, "cross_entropy cols");
+  unsigned n = narrow(counted, "cross_entropy rows");
+  void* args[] = {&probabilities, &r, &c, &targets, &n, &dloss, &dlogits};
+  launch_on("fp8sm_cross_entropy_backward", thread_each(std::uint64_t{rows} * cols, "fp8sm_cross_entropy_backward"), args, stream);
+}
+
+void Device::embedding(const float* table, const int* tokens, std::size_t rows, std::size_t width, float* out,
+                       void* stream) const {
+  if (rows == 0 || width == 0) return;
+  unsigned r = narrow(rows, "embedding rows");
+  unsigned w = narrow(width, "embedding width");
+  void* args[] = {&table, &tokens, &r, &w, &out};
+  launch_on("fp8sm_embedding_forward", thread_each(std::uint64_t{rows} * width, "fp8sm_embedding_forward"), args, stream);
+}
+
+void Device::embedding_backward(const float* dy, const int* tokens, std::size_t rows, std::size_t width,
+                                float* table_grad, void* stream) const {
+  if (rows == 0 || width == 0) return;
+  unsigned r = narrow(rows, "embedding rows");
+  unsigned w = narrow(width, "embedding width");
+  void* args[] = {&dy, &tokens, &r, &w, &table_grad};
+  launch_on("fp8sm_embedding_backward", thread_each(width, "fp8sm_embedding_backward"), args, stream);
+}
+
+void Device::adam(float* w, const float* g, float* m, float* v, std::size_t count, const AdamConstants& k,
+                  void* stream) const {
+  if (count == 0) return;
+  unsigned long long n = count;
+  float beta1 = k.beta1, one_minus_beta1 = k.one_minus_beta1, beta2 = k.beta2, one_minus_beta2 = k.one_minus_beta2;
+  float rate = k.rate, correction1 = k.correction1, correction2 = k.correction2, epsilon = k.epsilon;
+  void* args[] = {&w, &g, &m, &v, &n, &beta1, &one_minus_beta1, &beta2, &one_minus_beta2, &rate, &correction1,
+                  &correction2, &epsilon};
+  launch_on("fp8sm_adam", thread_each(count, "fp8sm_adam"), args, stream);
+}
+
 void Device::scale_update(float* const* histories, float* const* scales, const float* reduced,
                           const unsigned* slot_begin, unsigned tensors, unsigned total_slots, unsigned history_length,
                           const ScaleUpdateRecipe& recipe, void* stream) const {
@@ -268,7 +400,7 @@ void Device::gather_amaxes(float* const* histories, const unsigned* slot_begin, 
                            unsigned total_slots, float* amaxes, void* stream) const {
   if (total_slots == 0) return;
   void* args[] = {&histories, &slot_begin, &tensors, &amaxes};
-  launch_on("fp8sm_gather_amaxes", elementwise(total_slots), args, stream);
+  launch_on("fp8sm_gather_amaxes", thread_each(total_slots, "fp8sm_gather_amaxes"), args, stream);
 }
 
 void Device::amax_to_order_keys(float* amaxes, std::size_t count, void* stream) const {
@@ -276,7 +408,7 @@ void Device::amax_to_order_keys(float* amaxes, std::size_t count, void* stream) 
   if (count > 0xFFFFFFFFu) throw std::invalid_argument("amax_to_order_keys: 2^32 amaxes");
   auto n = static_cast<unsigned>(count);
   void* args[] = {&amaxes, &n};
-  launch_on("fp8sm_amax_to_order_keys", elementwise(count), args, stream);
+  launch_on("fp8sm_amax_to_order_keys", thread_each(count, "fp8sm_amax_to_order_keys"), args, stream);
 }
 
 void Device::amax_from_order_keys(float* keys, std::size_t count, void* stream) const {
@@ -284,7 +416,7 @@ void Device::amax_from_order_keys(float* keys, std::size_t count, void* stream) 
   if (count > 0xFFFFFFFFu) throw std::invalid_argument("amax_from_order_keys: 2^32 keys");
   auto n = static_cast<unsigned>(count);
   void* args[] = {&keys, &n};
-  launch_on("fp8sm_amax_from_order_keys", elementwise(count), args, stream);
+  launch_on("fp8sm_amax_from_order_keys", thread_each(count, "fp8sm_amax_from_order_keys"), args, stream);
 }
 
 void Device::update_scales(const std::vector<ScalingMeta*>& metas, const std::vector<float>& reduced,

@@ -98,6 +98,38 @@ class Device {
   void matmul_nt(const float* a, const float* b, std::size_t m, std::size_t n, std::size_t k, float* c,
                  void* stream = nullptr) const;
   void transpose(const float* in, std::size_t rows, std::size_t cols, float* out, void* stream = nullptr) const;
+
+  // The transformer's other layers (layers.cu), each kernels/layer_math.hpp's float version in
+  // its order: bit for bit under the emulation; with CUDA's erff/expf/logf on a GPU.
+  void gelu(const float* x, std::size_t count, float* y, void* stream = nullptr) const;
+  void gelu_backward(const float* x, const float* dy, std::size_t count, float* dx, void* stream = nullptr) const;
+  void layer_norm(const float* x, std::size_t rows, std::size_t cols, const float* gamma, const float* beta, float eps,
+                  float* y, float* mean, float* rstd, void* stream = nullptr) const;
+  // dx, and dgamma / dbeta added to.
+  void layer_norm_backward(const float* x, const float* dy, std::size_t rows, std::size_t cols, const float* gamma,
+                           const float* mean, const float* rstd, float* dx, float* dgamma, float* dbeta,
+                           void* stream = nullptr) const;
+  void causal_attention(const float* qkv, std::size_t sequences, std::size_t length, std::size_t width, float* out,
+                        float* probabilities, void* stream = nullptr) const;
+  // `scratch`: sequences x length floats.
+  void causal_attention_backward(const float* qkv, const float* probabilities, const float* dout,
+                                 std::size_t sequences, std::size_t length, std::size_t width, float* dqkv,
+                                 float* scratch, void* stream = nullptr) const;
+  // The probabilities, and the mean loss of the `counted` rows whose target is not negative into
+  // `loss` (one float); `terms`: rows floats of scratch.
+  void cross_entropy(const float* logits, std::size_t rows, std::size_t cols, const int* targets, std::size_t counted,
+                     float* probabilities, float* terms, float* loss, void* stream = nullptr) const;
+  void cross_entropy_backward(const float* probabilities, std::size_t rows, std::size_t cols, const int* targets,
+                              std::size_t counted, const float* dloss, float* dlogits, void* stream = nullptr) const;
+  void embedding(const float* table, const int* tokens, std::size_t rows, std::size_t width, float* out,
+                 void* stream = nullptr) const;
+  void embedding_backward(const float* dy, const int* tokens, std::size_t rows, std::size_t width, float* table_grad,
+                          void* stream = nullptr) const;
+  struct AdamConstants {
+    float beta1, one_minus_beta1, beta2, one_minus_beta2, rate, correction1, correction2, epsilon;
+  };
+  void adam(float* w, const float* g, float* m, float* v, std::size_t count, const AdamConstants& constants,
+            void* stream = nullptr) const;
   // The update of every tensor of one key in one launch: `histories` and `scales` are device
   // arrays of `tensors` device pointers, `reduced` the key's amaxes, `slot_begin` tensors + 1
   // prefix sums of the slot counts (all on the device).

@@ -20,6 +20,7 @@
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/dequantize.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/layer_math.hpp"
 #include "kernels/scale_update.hpp"
 #ifdef FP8SM_TEST_ON_GPU
 #include "kernels/cuda/cublaslt_gemm.hpp"
@@ -440,6 +441,142 @@ TEST_F(DeviceKernelsTest, Fp32OperationsEqualTheRuntimesCpuCode) {
     const std::vector<float> got_c = d_c.download(), got_t = d_t.download();
     for (std::size_t i = 0; i < c.size(); ++i) ASSERT_EQ(bits(got_c[i]), bits(c[i])) << s.m << "x" << s.n << "x" << s.k;
     for (std::size_t i = 0; i < t.size(); ++i) ASSERT_EQ(bits(got_t[i]), bits(t[i])) << s.m << "x" << s.k;
+  }
+}
+
+// The transformer's layers (layers.cu) against kernels/layer_math.hpp's float versions: bit for
+// bit under the emulation; on a GPU, where erff, expf and logf are CUDA's, within a few ulps.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+#ifdef FP8SM_TEST_ON_GPU
+    EXPECT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i]))) << what << " " << i;
+#else
+    ASSERT_EQ(bits(got[i]), bits(want[i])) << what << " " << i << ": " << got[i] << " against " << want[i];
+#endif
+  }
+}
+
+// Values a layer sees in training: normal, deviation 2.
+std::vector<float> layer_values(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = normal(random);
+  return v;
+}
+
+TEST_F(DeviceKernelsTest, TheTransformerLayersEqualTheReference) {
+  Device& d = device();
+  {  // GELU
+    const std::vector<float> x = layer_values(300, 5), dy = layer_values(300, 6);
+    std::vector<float> y(300), dx(300);
+    gelu_forward(x.data(), y.data(), x.size());
+    gelu_backward(x.data(), dy.data(), dx.data(), x.size());
+    DeviceBuffer<float> d_x(d, x), d_dy(d, dy), d_out(d, 300);
+    d.gelu(d_x.get(), 300, d_out.get());
+    expect_close(d_out.download(), y, "gelu");
+    d.gelu_backward(d_x.get(), d_dy.get(), 300, d_out.get());
+    expect_close(d_out.download(), dx, "gelu_backward");
+  }
+
+  // LayerNorm: 12 rows of 25, gradients of gamma and beta added to what they held.
+  {
+    const std::size_t rows = 12, cols = 25;
+    const std::vector<float> in = layer_values(rows * cols, 7), g = layer_values(rows * cols, 8);
+    std::vector<float> gamma(cols), beta(cols), dgamma(cols, 0.5f), dbeta(cols, -0.25f);
+    for (std::size_t c = 0; c < cols; ++c) {
+      gamma[c] = 1.0f + 0.01f * static_cast<float>(c);
+      beta[c] = 0.02f * static_cast<float>(c);
+    }
+    std::vector<float> out(rows * cols), mean(rows), rstd(rows), dx_ref(rows * cols);
+    std::vector<float> dgamma_ref = dgamma, dbeta_ref = dbeta;
+    layer_norm_forward(in.data(), rows, cols, gamma.data(), beta.data(), 1e-5f, out.data(), mean.data(), rstd.data());
+    layer_norm_backward(in.data(), g.data(), rows, cols, gamma.data(), mean.data(), rstd.data(), dx_ref.data(),
+                        dgamma_ref.data(), dbeta_ref.data());
+    DeviceBuffer<float> d_in(d, in), d_g(d, g), d_gamma(d, gamma), d_beta(d, beta), d_y(d, rows * cols),
+        d_mean(d, rows), d_rstd(d, rows), d_dx(d, rows * cols), d_dgamma(d, dgamma), d_dbeta(d, dbeta);
+    d.layer_norm(d_in.get(), rows, cols, d_gamma.get(), d_beta.get(), 1e-5f, d_y.get(), d_mean.get(), d_rstd.get());
+    expect_close(d_y.download(), out, "layer_norm");
+    d.layer_norm_backward(d_in.get(), d_g.get(), rows, cols, d_gamma.get(), d_mean.get(), d_rstd.get(), d_dx.get(),
+                          d_dgamma.get(), d_dbeta.get());
+    expect_close(d_dx.download(), dx_ref, "layer_norm_backward dx");
+    expect_close(d_dgamma.download(), dgamma_ref, "layer_norm_backward dgamma");
+    expect_close(d_dbeta.download(), dbeta_ref, "layer_norm_backward dbeta");
+  }
+
+  // Causal attention: 3 sequences of 5 positions, width 4.
+  {
+    const std::size_t sequences = 3, length = 5, width = 4, rows = sequences * length;
+    std::vector<float> qkv = layer_values(rows * 3 * width, 9), g = layer_values(rows * width, 10);
+    std::vector<float> out(rows * width), p(rows * length), dqkv(qkv.size());
+    causal_attention_forward(qkv.data(), sequences, length, width, out.data(), p.data());
+    causal_attention_backward(qkv.data(), p.data(), g.data(), sequences, length, width, dqkv.data());
+    DeviceBuffer<float> d_qkv(d, qkv), d_g(d, g), d_out(d, out.size()), d_p(d, p.size()), d_dqkv(d, qkv.size()),
+        scratch(d, sequences * length);
+    d.causal_attention(d_qkv.get(), sequences, length, width, d_out.get(), d_p.get());
+    expect_close(d_out.download(), out, "attention");
+    expect_close(d_p.download(), p, "attention probabilities");
+    d.causal_attention_backward(d_qkv.get(), d_p.get(), d_g.get(), sequences, length, width, d_dqkv.get(),
+                                scratch.get());
+    expect_close(d_dqkv.download(), dqkv, "attention backward");
+  }
+
+  // Cross-entropy: 6 rows of 5 classes, two rows not counted.
+  {
+    const std::size_t rows = 6, cols = 5;
+    const std::vector<float> bounded = layer_values(rows * cols, 11);
+    const std::vector<int> targets = {0, -1, 4, 2, -1, 1};
+    std::vector<float> p(rows * cols), dlogits(rows * cols);
+    const float loss = softmax_cross_entropy_forward(bounded.data(), rows, cols, targets.data(), p.data());
+    softmax_cross_entropy_backward(p.data(), rows, cols, targets.data(), 0.75f, dlogits.data());
+    DeviceBuffer<float> d_logits(d, bounded), d_p(d, p.size()), terms(d, rows), d_loss(d, 1),
+        d_dloss(d, std::vector<float>{0.75f}), d_dlogits(d, p.size());
+    DeviceBuffer<int> d_targets(d, targets);
+    d.cross_entropy(d_logits.get(), rows, cols, d_targets.get(), 4, d_p.get(), terms.get(), d_loss.get());
+    expect_close(d_loss.download(), {loss}, "cross_entropy");
+    expect_close(d_p.download(), p, "cross_entropy probabilities");
+    d.cross_entropy_backward(d_p.get(), rows, cols, d_targets.get(), 4, d_dloss.get(), d_dlogits.get());
+    expect_close(d_dlogits.download(), dlogits, "cross_entropy backward");
+  }
+
+  // Embedding: rows of a table by token, and the gradient added back by token, rows in order.
+  {
+    const std::size_t vocabulary = 4, width = 3;
+    const std::vector<float> table = layer_values(vocabulary * width, 12), g = layer_values(5 * width, 13);
+    const std::vector<int> tokens = {2, 0, 2, 3, 2};
+    std::vector<float> out(tokens.size() * width), grad(vocabulary * width, 0.125f);
+    for (std::size_t r = 0; r < tokens.size(); ++r) {
+      for (std::size_t c = 0; c < width; ++c) {
+        out[r * width + c] = table[static_cast<std::size_t>(tokens[r]) * width + c];
+        grad[static_cast<std::size_t>(tokens[r]) * width + c] += g[r * width + c];
+      }
+    }
+    DeviceBuffer<float> d_table(d, table), d_g(d, g), d_out(d, out.size()),
+        d_grad(d, std::vector<float>(vocabulary * width, 0.125f));
+    DeviceBuffer<int> d_tokens(d, tokens);
+    d.embedding(d_table.get(), d_tokens.get(), tokens.size(), width, d_out.get());
+    EXPECT_EQ(d_out.download(), out);
+    d.embedding_backward(d_g.get(), d_tokens.get(), tokens.size(), width, d_grad.get());
+    const std::vector<float> got = d_grad.download();
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(bits(got[i]), bits(grad[i])) << "embedding backward " << i;
+  }
+
+  // Adam: one step, written out as the example's CPU loop.
+  {
+    const std::vector<float> w0 = layer_values(50, 14), g = layer_values(50, 15);
+    std::vector<float> m(50, 0.01f), v(50, 0.02f), w = w0;
+    const Device::AdamConstants k{0.9f, 1.0f - 0.9f, 0.999f, 1.0f - 0.999f, 3e-3f, 0.19f, 0.002f, 1e-8f};
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      m[i] = k.beta1 * m[i] + k.one_minus_beta1 * g[i];
+      v[i] = k.beta2 * v[i] + k.one_minus_beta2 * g[i] * g[i];
+      w[i] -= k.rate * (m[i] / k.correction1) / (std::sqrt(v[i] / k.correction2) + k.epsilon);
+    }
+    DeviceBuffer<float> d_w(d, w0), d_g(d, g), d_m(d, std::vector<float>(50, 0.01f)),
+        d_v(d, std::vector<float>(50, 0.02f));
+    d.adam(d_w.get(), d_g.get(), d_m.get(), d_v.get(), 50, k);
+    const std::vector<float> got = d_w.download();
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(bits(got[i]), bits(w[i])) << "adam " << i;
   }
 }
 

@@ -13,6 +13,7 @@ namespace fp8sm::kernels::cuda::emulation::sources {
 #include "kernels/cuda/dequantize.cu"
 #include "kernels/cuda/elementwise.cu"
 #include "kernels/cuda/gemm.cu"
+#include "kernels/cuda/layers.cu"
 #include "kernels/cuda/scale_update.cu"
 }  // namespace fp8sm::kernels::cuda::emulation::sources
 
@@ -69,6 +70,19 @@ const std::map<std::string, HostKernel>& host_kernels() {
       {"fp8sm_gather_amaxes", host_kernel(fp8sm_gather_amaxes)},
       {"fp8sm_amax_to_order_keys", host_kernel(fp8sm_amax_to_order_keys)},
       {"fp8sm_amax_from_order_keys", host_kernel(fp8sm_amax_from_order_keys)},
+      {"fp8sm_gelu_forward", host_kernel(fp8sm_gelu_forward)},
+      {"fp8sm_gelu_backward", host_kernel(fp8sm_gelu_backward)},
+      {"fp8sm_layer_norm_forward", host_kernel(fp8sm_layer_norm_forward)},
+      {"fp8sm_layer_norm_backward_dx", host_kernel(fp8sm_layer_norm_backward_dx)},
+      {"fp8sm_layer_norm_backward_params", host_kernel(fp8sm_layer_norm_backward_params)},
+      {"fp8sm_attention_forward", host_kernel(fp8sm_attention_forward)},
+      {"fp8sm_attention_backward", host_kernel(fp8sm_attention_backward)},
+      {"fp8sm_cross_entropy_rows", host_kernel(fp8sm_cross_entropy_rows)},
+      {"fp8sm_cross_entropy_sum", host_kernel(fp8sm_cross_entropy_sum)},
+      {"fp8sm_cross_entropy_backward", host_kernel(fp8sm_cross_entropy_backward)},
+      {"fp8sm_embedding_forward", host_kernel(fp8sm_embedding_forward)},
+      {"fp8sm_embedding_backward", host_kernel(fp8sm_embedding_backward)},
+      {"fp8sm_adam", host_kernel(fp8sm_adam)},
       {"fp8sm_relu", host_kernel(fp8sm_relu)},
       {"fp8sm_relu_backward", host_kernel(fp8sm_relu_backward)},
       {"fp8sm_add", host_kernel(fp8sm_add)},
