@@ -27,43 +27,35 @@ BlockCheckpoint parse_block_checkpoint(const std::string& text) {
 
 namespace {
 
-// One parameter and its gradient, with Adam's moments.
+// One parameter and its gradient, with Adam's moments (where the backend computes).
 struct Parameter {
   Matrix* value;
   Matrix* grad;
-  std::vector<float> m, v;
+  Matrix m, v;
 };
 
-// On the host: a device backend's weights come down for it and go back up (counted copies; the
-// runtime has an SGD kernel, not an Adam one).
+// Adam on the backend (Backend::adam: on the device for a device backend, nothing copied).
 class Adam {
  public:
   Adam(runtime::Backend& backend, float learning_rate) : backend_(backend), rate_(learning_rate) {}
   void add(Matrix& value, Matrix& grad) {
-    parameters_.push_back(Parameter{&value, &grad, std::vector<float>(value.size(), 0.0f),
-                                    std::vector<float>(value.size(), 0.0f)});
+    parameters_.push_back(
+        Parameter{&value, &grad, backend_.zeros(value.rows, value.cols), backend_.zeros(value.rows, value.cols)});
   }
   // One update from the gradients, which are then zeroed.
   void step() {
     ++t_;
-    const float correction1 = 1.0f - std::pow(kBeta1, static_cast<float>(t_));
-    const float correction2 = 1.0f - std::pow(kBeta2, static_cast<float>(t_));
+    const runtime::AdamStep step{kBeta1,
+                                 1.0f - kBeta1,
+                                 kBeta2,
+                                 1.0f - kBeta2,
+                                 rate_,
+                                 1.0f - std::pow(kBeta1, static_cast<float>(t_)),
+                                 1.0f - std::pow(kBeta2, static_cast<float>(t_)),
+                                 kEpsilon};
     for (Parameter& p : parameters_) {
-      Matrix value = p.value->to_host();
-      const Matrix grad = p.grad->to_host();
-      for (std::size_t i = 0; i < p.m.size(); ++i) {
-        const float g = grad.values[i];
-        p.m[i] = kBeta1 * p.m[i] + (1.0f - kBeta1) * g;
-        p.v[i] = kBeta2 * p.v[i] + (1.0f - kBeta2) * g * g;
-        value.values[i] -= rate_ * (p.m[i] / correction1) / (std::sqrt(p.v[i] / correction2) + kEpsilon);
-      }
-      const bool on_device = p.value->on_device();
-      *p.value = on_device ? backend_.to_backend(std::move(value)) : std::move(value);
-      if (p.grad->on_device()) {
-        backend_.zero(*p.grad);
-      } else {
-        std::fill(p.grad->values.begin(), p.grad->values.end(), 0.0f);
-      }
+      backend_.adam(*p.value, *p.grad, p.m, p.v, step);
+      backend_.zero(*p.grad);
     }
   }
   const std::vector<Parameter>& parameters() const { return parameters_; }
@@ -229,12 +221,14 @@ TransformerTraining::~TransformerTraining() = default;
 
 TransformerStep TransformerTraining::step() {
   State& s = *state_;
+  const runtime::Traffic before = s.ctx.backend().traffic();
   make_batch(s.options, s.random, s.inputs, s.targets);
   const Tensor loss = s.model.loss(s.inputs, s.targets);
   s.ctx.backward(loss, Matrix(1, 1, 1.0f));
   s.adam.step();
   const float read = loss.value.to_host().values.at(0);  // the loss readout
-  return TransformerStep{s.steps++, read, s.ctx.end_step()};
+  const runtime::StepCounts counts = s.ctx.end_step();
+  return TransformerStep{s.steps++, read, counts, runtime::since(before, s.ctx.backend().traffic())};
 }
 
 runtime::Context& TransformerTraining::context() { return state_->ctx; }

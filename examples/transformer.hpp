@@ -44,6 +44,7 @@ struct TransformerStep {
   int step = 0;
   float loss = 0;
   runtime::StepCounts counts;
+  runtime::Traffic traffic;  // the step's copies between host and device (a device backend's)
 };
 
 struct TransformerResult {

@@ -4,11 +4,13 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
 #include "kernels/cast.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/layer_math.hpp"
 
 namespace fp8sm::runtime {
 
@@ -121,6 +123,107 @@ void Backend::sgd(Matrix& w, const Matrix& g, float rate) {
 void Backend::zero(Matrix& m) {
   require_host(m, "zero");
   for (float& v : m.values) v = 0.0f;
+}
+
+Matrix Backend::gelu(const Matrix& x) {
+  require_host(x, "gelu");
+  Matrix y(x.rows, x.cols);
+  kernels::gelu_forward(x.values.data(), y.values.data(), y.values.size());
+  return y;
+}
+
+Matrix Backend::gelu_backward(const Matrix& x, const Matrix& dy) {
+  require_host(x, "gelu_backward");
+  require_same_size(x, dy, "gelu_backward");
+  Matrix dx(dy.rows, dy.cols);
+  kernels::gelu_backward(x.values.data(), dy.values.data(), dx.values.data(), dx.values.size());
+  return dx;
+}
+
+Matrix Backend::layer_norm(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, Matrix& mean,
+                           Matrix& rstd) {
+  require_host(x, "layer_norm");
+  Matrix y(x.rows, x.cols);
+  mean = Matrix(x.rows, 1);
+  rstd = Matrix(x.rows, 1);
+  kernels::layer_norm_forward(x.values.data(), x.rows, x.cols, gamma.values.data(), beta.values.data(), eps,
+                              y.values.data(), mean.values.data(), rstd.values.data());
+  return y;
+}
+
+Matrix Backend::layer_norm_backward(const Matrix& x, const Matrix& dy, const Matrix& gamma, const Matrix& mean,
+                                    const Matrix& rstd, Matrix& dgamma, Matrix& dbeta) {
+  require_host(dy, "layer_norm_backward");
+  require_same_size(x, dy, "layer_norm_backward");
+  Matrix dx(x.rows, x.cols);
+  kernels::layer_norm_backward(x.values.data(), dy.values.data(), x.rows, x.cols, gamma.values.data(),
+                               mean.values.data(), rstd.values.data(), dx.values.data(), dgamma.values.data(),
+                               dbeta.values.data());
+  return dx;
+}
+
+Matrix Backend::causal_attention(const Matrix& qkv, std::size_t sequence_length, Matrix& probabilities) {
+  require_host(qkv, "causal_attention");
+  const std::size_t sequences = qkv.rows / sequence_length;
+  Matrix out(qkv.rows, qkv.cols / 3);
+  probabilities = Matrix(sequences * sequence_length, sequence_length);
+  kernels::causal_attention_forward(qkv.values.data(), sequences, sequence_length, qkv.cols / 3, out.values.data(),
+                                    probabilities.values.data());
+  return out;
+}
+
+Matrix Backend::causal_attention_backward(const Matrix& qkv, const Matrix& probabilities, const Matrix& dout,
+                                          std::size_t sequence_length) {
+  require_host(dout, "causal_attention_backward");
+  Matrix dqkv(qkv.rows, qkv.cols);
+  kernels::causal_attention_backward(qkv.values.data(), probabilities.values.data(), dout.values.data(),
+                                     qkv.rows / sequence_length, sequence_length, qkv.cols / 3, dqkv.values.data());
+  return dqkv;
+}
+
+Matrix Backend::cross_entropy(const Matrix& logits, const Indices& targets, Matrix& probabilities) {
+  require_host(logits, "cross_entropy");
+  probabilities = Matrix(logits.rows, logits.cols);
+  Matrix loss(1, 1);
+  loss.values[0] = kernels::softmax_cross_entropy_forward(logits.values.data(), logits.rows, logits.cols,
+                                                          targets.values.data(), probabilities.values.data());
+  return loss;
+}
+
+Matrix Backend::cross_entropy_backward(const Matrix& probabilities, const Indices& targets, const Matrix& dloss) {
+  require_host(dloss, "cross_entropy_backward");
+  Matrix dlogits(probabilities.rows, probabilities.cols);
+  kernels::softmax_cross_entropy_backward(probabilities.values.data(), probabilities.rows, probabilities.cols,
+                                          targets.values.data(), dloss.values.at(0), dlogits.values.data());
+  return dlogits;
+}
+
+Matrix Backend::embedding(const Matrix& table, const Indices& tokens) {
+  require_host(table, "embedding");
+  Matrix y(tokens.values.size(), table.cols);
+  for (std::size_t r = 0; r < tokens.values.size(); ++r) {
+    for (std::size_t c = 0; c < table.cols; ++c) y.at(r, c) = table.at(static_cast<std::size_t>(tokens.values[r]), c);
+  }
+  return y;
+}
+
+void Backend::embedding_backward(const Matrix& dy, const Indices& tokens, Matrix& table_grad) {
+  require_host(dy, "embedding_backward");
+  for (std::size_t r = 0; r < tokens.values.size(); ++r) {
+    const auto t = static_cast<std::size_t>(tokens.values[r]);
+    for (std::size_t c = 0; c < table_grad.cols; ++c) table_grad.at(t, c) += dy.at(r, c);
+  }
+}
+
+void Backend::adam(Matrix& w, const Matrix& g, Matrix& m, Matrix& v, const AdamStep& k) {
+  require_host(w, "adam");
+  require_same_size(w, g, "adam");
+  for (std::size_t i = 0; i < w.values.size(); ++i) {
+    const float grad = g.values[i];
+    m.values[i] = k.beta1 * m.values[i] + k.one_minus_beta1 * grad;
+    v.values[i] = k.beta2 * v.values[i] + k.one_minus_beta2 * grad * grad;
+    w.values[i] -= k.rate * (m.values[i] / k.correction1) / (std::sqrt(v.values[i] / k.correction2) + k.epsilon);
+  }
 }
 
 MetaTensors Backend::fresh_meta(std::size_t history_length, std::size_t slots) {

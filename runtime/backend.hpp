@@ -41,6 +41,22 @@ struct Fp8Matrix {
   bool held() const { return device != nullptr || !codes.empty(); }
 };
 
+// Integer indices (tokens, target classes) where the backend computes; kept on the host too
+// (the runtime checks them there and counts a loss's rows).
+class DeviceIndices {
+ public:
+  virtual ~DeviceIndices() = default;
+};
+struct Indices {
+  std::vector<int> values;
+  std::shared_ptr<const DeviceIndices> device;
+};
+
+// One Adam step's constants (the optimizer's, as floats the way its CPU loop rounds them).
+struct AdamStep {
+  float beta1, one_minus_beta1, beta2, one_minus_beta2, rate, correction1, correction2, epsilon;
+};
+
 // The delayed-scaling state of one module in one direction (kernels::ScalingMeta's fields)
 // where the backend keeps it: amax_history is history_length x slots (row 0 the current amaxes),
 // scale 1 x slots.
@@ -106,6 +122,29 @@ class Backend {
   // w := w - rate * g.
   virtual void sgd(Matrix& w, const Matrix& g, float rate);
   virtual void zero(Matrix& m);
+
+  // The transformer's other layers (kernels/layer_math.hpp's float versions; on a device
+  // backend its kernels, layers.cu). layer_norm gives y and each row's mean and rstd (rows x 1);
+  // its backward gives dx and adds to dgamma and dbeta. causal_attention gives the output and
+  // the probabilities its backward reads. cross_entropy gives the 1 x 1 mean loss of the rows
+  // whose target is not negative, and the probabilities; its backward reads the loss's
+  // gradient (1 x 1) where the backend keeps it. embedding_backward adds to table_grad.
+  virtual Indices indices(std::vector<int> values) { return {std::move(values), nullptr}; }
+  virtual Matrix gelu(const Matrix& x);
+  virtual Matrix gelu_backward(const Matrix& x, const Matrix& dy);
+  virtual Matrix layer_norm(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, Matrix& mean,
+                            Matrix& rstd);
+  virtual Matrix layer_norm_backward(const Matrix& x, const Matrix& dy, const Matrix& gamma, const Matrix& mean,
+                                     const Matrix& rstd, Matrix& dgamma, Matrix& dbeta);
+  virtual Matrix causal_attention(const Matrix& qkv, std::size_t sequence_length, Matrix& probabilities);
+  virtual Matrix causal_attention_backward(const Matrix& qkv, const Matrix& probabilities, const Matrix& dout,
+                                           std::size_t sequence_length);
+  virtual Matrix cross_entropy(const Matrix& logits, const Indices& targets, Matrix& probabilities);
+  virtual Matrix cross_entropy_backward(const Matrix& probabilities, const Indices& targets, const Matrix& dloss);
+  virtual Matrix embedding(const Matrix& table, const Indices& tokens);
+  virtual void embedding_backward(const Matrix& dy, const Indices& tokens, Matrix& table_grad);
+  // w, m and v updated by one Adam step from g.
+  virtual void adam(Matrix& w, const Matrix& g, Matrix& m, Matrix& v, const AdamStep& step);
 
   // Metas: a module's fresh state (history 0, scale 1), row 0 := 0, and spec §6 steps 1-4 for
   // one registry key.

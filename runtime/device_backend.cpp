@@ -101,6 +101,12 @@ class DeviceFp8 final : public Fp8DeviceValues {
   SessionMemory<float> scale_inv;
 };
 
+class DeviceInts final : public DeviceIndices {
+ public:
+  DeviceInts(const std::shared_ptr<Session>& session, std::size_t count) : memory(session, count) {}
+  SessionMemory<int> memory;
+};
+
 // The device arrays a key's update reads (scale_update.cu): its histories' and scales' device
 // addresses, the prefix sums of its slots, and room for its amaxes. The live metas never move
 // (context_hooks.cpp copies into them), so these are uploaded once per key and reused.
@@ -217,6 +223,100 @@ class DeviceBackend final : public Backend {
 
   void zero(Matrix& m) override { device().zero(pointer(m), m.size() * sizeof(float), stream()); }
 
+  Indices indices(std::vector<int> values) override {
+    auto on_device = std::make_shared<DeviceInts>(session_, values.size());
+    if (!values.empty()) {
+      device().upload(on_device->memory.get(), values.data(), values.size() * sizeof(int), stream());
+    }
+    return {std::move(values), std::move(on_device)};
+  }
+
+  Matrix gelu(const Matrix& x) override {
+    Matrix y = empty(x.rows, x.cols);
+    device().gelu(pointer(x), x.size(), pointer(y), stream());
+    return y;
+  }
+
+  Matrix gelu_backward(const Matrix& x, const Matrix& dy) override {
+    same_size(x, dy, "gelu_backward");
+    Matrix dx = empty(dy.rows, dy.cols);
+    device().gelu_backward(pointer(x), pointer(dy), dy.size(), pointer(dx), stream());
+    return dx;
+  }
+
+  Matrix layer_norm(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, Matrix& mean,
+                    Matrix& rstd) override {
+    Matrix y = empty(x.rows, x.cols);
+    mean = empty(x.rows, 1);
+    rstd = empty(x.rows, 1);
+    device().layer_norm(pointer(x), x.rows, x.cols, pointer(gamma), pointer(beta), eps, pointer(y), pointer(mean),
+                        pointer(rstd), stream());
+    return y;
+  }
+
+  Matrix layer_norm_backward(const Matrix& x, const Matrix& dy, const Matrix& gamma, const Matrix& mean,
+                             const Matrix& rstd, Matrix& dgamma, Matrix& dbeta) override {
+    same_size(x, dy, "layer_norm_backward");
+    Matrix dx = empty(x.rows, x.cols);
+    device().layer_norm_backward(pointer(x), pointer(dy), x.rows, x.cols, pointer(gamma), pointer(mean),
+                                 pointer(rstd), pointer(dx), pointer(dgamma), pointer(dbeta), stream());
+    return dx;
+  }
+
+  Matrix causal_attention(const Matrix& qkv, std::size_t sequence_length, Matrix& probabilities) override {
+    const std::size_t sequences = qkv.rows / sequence_length;
+    Matrix out = empty(qkv.rows, qkv.cols / 3);
+    probabilities = empty(sequences * sequence_length, sequence_length);
+    device().causal_attention(pointer(qkv), sequences, sequence_length, qkv.cols / 3, pointer(out),
+                              pointer(probabilities), stream());
+    return out;
+  }
+
+  Matrix causal_attention_backward(const Matrix& qkv, const Matrix& probabilities, const Matrix& dout,
+                                   std::size_t sequence_length) override {
+    const std::size_t sequences = qkv.rows / sequence_length;
+    Matrix dqkv = empty(qkv.rows, qkv.cols);
+    SessionMemory<float> scratch(session_, sequences * sequence_length);
+    device().causal_attention_backward(pointer(qkv), pointer(probabilities), pointer(dout), sequences, sequence_length,
+                                       qkv.cols / 3, pointer(dqkv), scratch.get(), stream());
+    return dqkv;
+  }
+
+  Matrix cross_entropy(const Matrix& logits, const Indices& targets, Matrix& probabilities) override {
+    probabilities = empty(logits.rows, logits.cols);
+    Matrix loss = empty(1, 1);
+    SessionMemory<float> terms(session_, logits.rows);
+    device().cross_entropy(pointer(logits), logits.rows, logits.cols, ints(targets), counted(targets),
+                           pointer(probabilities), terms.get(), pointer(loss), stream());
+    return loss;
+  }
+
+  Matrix cross_entropy_backward(const Matrix& probabilities, const Indices& targets, const Matrix& dloss) override {
+    Matrix dlogits = empty(probabilities.rows, probabilities.cols);
+    device().cross_entropy_backward(pointer(probabilities), probabilities.rows, probabilities.cols, ints(targets),
+                                    counted(targets), pointer(dloss), pointer(dlogits), stream());
+    return dlogits;
+  }
+
+  Matrix embedding(const Matrix& table, const Indices& tokens) override {
+    Matrix y = empty(tokens.values.size(), table.cols);
+    device().embedding(pointer(table), ints(tokens), tokens.values.size(), table.cols, pointer(y), stream());
+    return y;
+  }
+
+  void embedding_backward(const Matrix& dy, const Indices& tokens, Matrix& table_grad) override {
+    device().embedding_backward(pointer(dy), ints(tokens), tokens.values.size(), table_grad.cols, pointer(table_grad),
+                                stream());
+  }
+
+  void adam(Matrix& w, const Matrix& g, Matrix& m, Matrix& v, const AdamStep& k) override {
+    same_size(w, g, "adam");
+    device().adam(pointer(w), pointer(g), pointer(m), pointer(v), w.size(),
+                  {k.beta1, k.one_minus_beta1, k.beta2, k.one_minus_beta2, k.rate, k.correction1, k.correction2,
+                   k.epsilon},
+                  stream());
+  }
+
   MetaTensors fresh_meta(std::size_t history_length, std::size_t slots) override {
     MetaTensors meta = Backend::fresh_meta(history_length, slots);  // on the host, then up once
     meta.amax_history = to_backend(std::move(meta.amax_history));
@@ -289,6 +389,18 @@ class DeviceBackend final : public Backend {
     const auto* values = dynamic_cast<const DeviceFp8*>(m.device.get());
     if (values == nullptr) throw std::logic_error(fmt::format("{}: an FP8 tensor not made on the device", name_));
     return *values;
+  }
+
+  const int* ints(const Indices& indices) const {
+    const auto* values = dynamic_cast<const DeviceInts*>(indices.device.get());
+    if (values == nullptr) throw std::logic_error(fmt::format("{}: indices not on the device", name_));
+    return values->memory.get();
+  }
+
+  static std::size_t counted(const Indices& targets) {
+    std::size_t n = 0;
+    for (int t : targets.values) n += t >= 0 ? 1 : 0;
+    return n;
   }
 
   static void same_size(const Matrix& a, const Matrix& b, const char* what) {

@@ -1,11 +1,13 @@
 // torch.nn.LayerNorm over the features of each row, in fp32 (TE's LayerNorm is not an FP8
-// module: it has no scaling metadata and fires no table event). Its node keeps the input and
-// each row's mean and reciprocal deviation; gamma's and beta's gradients accumulate here.
+// module: it has no scaling metadata and fires no table event), on the context's backend (its
+// parameters live there). Its node keeps the input and each row's mean and reciprocal
+// deviation; gamma's and beta's gradients accumulate here.
 #pragma once
 
 #include <cstddef>
 #include <string>
 
+#include "runtime/backend.hpp"
 #include "runtime/context.hpp"
 
 namespace fp8sm::runtime {
@@ -38,8 +40,9 @@ class LayerNorm {
 struct NormSaved {
   Matrix input, mean, rstd;
 };
-Matrix layer_norm(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, NormSaved& saved);
-Matrix layer_norm_backward(const NormSaved& saved, const Matrix& grad_output, const Matrix& gamma, Matrix& gamma_grad,
-                           Matrix& beta_grad);
+Matrix layer_norm(Backend& backend, const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps,
+                  NormSaved& saved);
+Matrix layer_norm_backward(Backend& backend, const NormSaved& saved, const Matrix& grad_output, const Matrix& gamma,
+                           Matrix& gamma_grad, Matrix& beta_grad);
 
 }  // namespace fp8sm::runtime

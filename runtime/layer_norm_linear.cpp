@@ -25,9 +25,8 @@ class LayerNormLinearNode final : public NodeFunction {
     Context& context = module_.context_;
     const Matrix dnorm = linear_backward(context.backend(), context.recipe(), Ops::backward_meta(context, module_.id_),
                                          linear, grad_output, module_.weight_grad_);
-    Matrix down;
-    return {Ops::to_backend(context, layer_norm_backward(norm, on_host(dnorm, down), module_.gamma_,
-                                                         module_.gamma_grad_, module_.beta_grad_))};
+    return {layer_norm_backward(context.backend(), norm, dnorm, module_.gamma_, module_.gamma_grad_,
+                                module_.beta_grad_)};
   }
   void drop_saved() override {
     linear.clear();
@@ -69,9 +68,10 @@ LayerNormLinear::LayerNormLinear(Context& context, const std::string& name, std:
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
   std::uniform_real_distribution<float> uniform(-bound, bound);
   for (float& w : weight_.values) w = uniform(random);
-  // The FP8 part's weight where the backend computes; the norm's gamma and beta on the host.
+  // The parameters and their gradients where the backend computes.
   weight_ = Ops::to_backend(context, std::move(weight_));
   weight_grad_ = context.backend().zeros(out_features, in_features);
+  for (Matrix* m : {&gamma_, &beta_, &gamma_grad_, &beta_grad_}) *m = Ops::to_backend(context, std::move(*m));
 }
 
 Tensor LayerNormLinear::forward(const Tensor& x) {
@@ -79,14 +79,11 @@ Tensor LayerNormLinear::forward(const Tensor& x) {
     throw std::invalid_argument(
         fmt::format("LayerNormLinear {}: input has {} features, expected {}", name(), x.value.cols, weight_.cols));
   }
-  Matrix down;
-  const Matrix& xh = on_host(x.value, down);
-  require_finite(xh, fmt::format("LayerNormLinear {}: input", name()));
+  require_finite(x.value, fmt::format("LayerNormLinear {}: input", name()));
   require_finite(weight_, fmt::format("LayerNormLinear {}: weight", name()));
   return Ops::run_module(context_, id_, {x.id}, [&](bool fp8) {
     auto node = std::make_shared<LayerNormLinearNode>(*this);
-    // The norm on the host (no device kernel yet), its output to the backend for the FP8 part.
-    const Matrix normalised = Ops::to_backend(context_, layer_norm(xh, gamma_, beta_, eps_, node->norm));
+    const Matrix normalised = layer_norm(context_.backend(), x.value, gamma_, beta_, eps_, node->norm);
     Matrix y = linear_forward(context_.backend(), context_.recipe(), Ops::forward_meta(context_, id_), normalised,
                               weight_, fp8, node->linear);
     return std::make_pair(std::move(y), std::shared_ptr<NodeFunction>(node));

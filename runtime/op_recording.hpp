@@ -12,16 +12,6 @@
 
 namespace fp8sm::runtime {
 
-// The layers without FP8 (LayerNorm, GELU, attention, cross-entropy, Embedding) compute on the
-// host (kernels/layer_math.hpp) whatever the backend: on a device backend their inputs come down
-// and their outputs go back up, counted copies (they have no device kernels yet). On the CPU
-// both are free.
-inline const Matrix& on_host(const Matrix& m, Matrix& downloaded) {
-  if (!m.on_device()) return m;
-  downloaded = m.to_host();
-  return downloaded;
-}
-
 class Ops {
  public:
   // An op without table events of its own, recorded if grad is on (context.hpp).

@@ -6,7 +6,6 @@
 #include <string>
 #include <utility>
 
-#include "kernels/layer_math.hpp"
 #include "runtime/op_recording.hpp"
 
 namespace fp8sm::runtime {
@@ -47,16 +46,8 @@ std::shared_ptr<NodeFunction> element_wise_node(Context& context, const Matrix& 
 struct ReluDerivative {
   Matrix operator()(Backend& backend, const Matrix& x, const Matrix& dy) const { return backend.relu_backward(x, dy); }
 };
-// On the host (on_host).
 struct GeluDerivative {
-  Matrix operator()(Backend& backend, const Matrix& x, const Matrix& dy) const {
-    Matrix x_down, dy_down;
-    const Matrix& xh = on_host(x, x_down);
-    const Matrix& dyh = on_host(dy, dy_down);
-    Matrix dx(dyh.rows, dyh.cols);
-    kernels::gelu_backward(xh.values.data(), dyh.values.data(), dx.values.data(), dx.values.size());
-    return backend.to_backend(std::move(dx));
-  }
+  Matrix operator()(Backend& backend, const Matrix& x, const Matrix& dy) const { return backend.gelu_backward(x, dy); }
 };
 
 // The sum passes its gradient to both terms; it saves nothing.
@@ -71,19 +62,10 @@ class AddNode final : public NodeFunction {
 
 class AttentionNode final : public NodeFunction {
  public:
-  AttentionNode(Backend& backend, Matrix qkv, Matrix probabilities, std::size_t sequences, std::size_t length)
-      : backend_(backend),
-        qkv_(std::move(qkv)),
-        probabilities_(std::move(probabilities)),
-        sequences_(sequences),
-        length_(length) {}
+  AttentionNode(Backend& backend, Matrix qkv, Matrix probabilities, std::size_t length)
+      : backend_(backend), qkv_(std::move(qkv)), probabilities_(std::move(probabilities)), length_(length) {}
   std::vector<Matrix> backward(const Matrix& grad_output) override {
-    Matrix down;
-    const Matrix& dy = on_host(grad_output, down);
-    Matrix dqkv(qkv_.rows, qkv_.cols);
-    kernels::causal_attention_backward(qkv_.values.data(), probabilities_.values.data(), dy.values.data(), sequences_,
-                                       length_, qkv_.cols / 3, dqkv.values.data());
-    return {backend_.to_backend(std::move(dqkv))};
+    return {backend_.causal_attention_backward(qkv_, probabilities_, grad_output, length_)};
   }
   void drop_saved() override {
     qkv_ = Matrix{};
@@ -98,20 +80,16 @@ class AttentionNode final : public NodeFunction {
 
  private:
   Backend& backend_;
-  Matrix qkv_, probabilities_;  // on the host
-  std::size_t sequences_, length_;
+  Matrix qkv_, probabilities_;
+  std::size_t length_;
 };
 
 class CrossEntropyNode final : public NodeFunction {
  public:
-  CrossEntropyNode(Backend& backend, Matrix probabilities, std::vector<int> targets)
+  CrossEntropyNode(Backend& backend, Matrix probabilities, Indices targets)
       : backend_(backend), probabilities_(std::move(probabilities)), targets_(std::move(targets)) {}
   std::vector<Matrix> backward(const Matrix& grad_output) override {
-    const Matrix g = grad_output.to_host();  // 1 x 1
-    Matrix dlogits(probabilities_.rows, probabilities_.cols);
-    kernels::softmax_cross_entropy_backward(probabilities_.values.data(), probabilities_.rows, probabilities_.cols,
-                                            targets_.data(), g.values.at(0), dlogits.values.data());
-    return {backend_.to_backend(std::move(dlogits))};
+    return {backend_.cross_entropy_backward(probabilities_, targets_, grad_output)};
   }
   void drop_saved() override { probabilities_ = Matrix{}; }
   void take_saved(NodeFunction& twin) override { probabilities_ = static_cast<CrossEntropyNode&>(twin).probabilities_; }
@@ -119,8 +97,8 @@ class CrossEntropyNode final : public NodeFunction {
 
  private:
   Backend& backend_;
-  Matrix probabilities_;  // on the host
-  std::vector<int> targets_;
+  Matrix probabilities_;
+  Indices targets_;
 };
 
 }  // namespace
@@ -135,12 +113,8 @@ Matrix relu(Context& context, const Matrix& x) {
 }
 
 Tensor gelu(Context& context, const Tensor& x) {
-  Matrix down;
-  const Matrix& xh = on_host(x.value, down);
-  require_finite(xh, "gelu: input");
-  Matrix y(xh.rows, xh.cols);
-  kernels::gelu_forward(xh.values.data(), y.values.data(), y.values.size());
-  return Ops::record(context, Ops::to_backend(context, std::move(y)), {x.id},
+  require_finite(x.value, "gelu: input");
+  return Ops::record(context, context.backend().gelu(x.value), {x.id},
                      element_wise_node(context, x.value, GeluDerivative{}));
 }
 
@@ -158,17 +132,12 @@ Tensor causal_attention(Context& context, const Tensor& qkv, std::size_t sequenc
     throw std::invalid_argument(
         fmt::format("causal_attention: {} rows are not sequences of {}", qkv.value.rows, sequence_length));
   }
-  Matrix down;
-  const Matrix& x = on_host(qkv.value, down);
-  require_finite(x, "causal_attention: input");
-  const std::size_t sequences = x.rows / sequence_length;
-  Matrix out(x.rows, x.cols / 3);
-  Matrix probabilities(sequences * sequence_length, sequence_length);
-  kernels::causal_attention_forward(x.values.data(), sequences, sequence_length, x.cols / 3, out.values.data(),
-                                    probabilities.values.data());
-  return Ops::record(
-      context, Ops::to_backend(context, std::move(out)), {qkv.id},
-      std::make_shared<AttentionNode>(context.backend(), x, std::move(probabilities), sequences, sequence_length));
+  require_finite(qkv.value, "causal_attention: input");
+  Matrix probabilities;
+  Matrix out = context.backend().causal_attention(qkv.value, sequence_length, probabilities);
+  return Ops::record(context, std::move(out), {qkv.id},
+                     std::make_shared<AttentionNode>(context.backend(), qkv.value, std::move(probabilities),
+                                                     sequence_length));
 }
 
 Tensor cross_entropy(Context& context, const Tensor& logits, const std::vector<int>& targets) {
@@ -183,15 +152,13 @@ Tensor cross_entropy(Context& context, const Tensor& logits, const std::vector<i
                                               targets[r], r, logits.value.cols));
     }
   }
-  Matrix down;
-  const Matrix& x = on_host(logits.value, down);
-  require_finite(x, "cross_entropy: logits");
-  Matrix probabilities(x.rows, x.cols);
-  Matrix loss(1, 1);
-  loss.values[0] = kernels::softmax_cross_entropy_forward(x.values.data(), x.rows, x.cols, targets.data(),
-                                                          probabilities.values.data());
-  return Ops::record(context, Ops::to_backend(context, std::move(loss)), {logits.id},
-                     std::make_shared<CrossEntropyNode>(context.backend(), std::move(probabilities), targets));
+  require_finite(logits.value, "cross_entropy: logits");
+  Backend& backend = context.backend();
+  Indices on_backend = backend.indices(targets);  // an input: uploaded on a device backend
+  Matrix probabilities;
+  Matrix loss = backend.cross_entropy(logits.value, on_backend, probabilities);
+  return Ops::record(context, std::move(loss), {logits.id},
+                     std::make_shared<CrossEntropyNode>(backend, std::move(probabilities), std::move(on_backend)));
 }
 
 }  // namespace fp8sm::runtime

@@ -1,6 +1,6 @@
 // The functions of a network between its modules, each recorded on the graph (context.hpp) when
-// grad is on: activations, the residual sum, causal attention, the loss. They compute in fp32
-// with kernels/layer_math.hpp on every backend (no backend has device kernels for them yet).
+// grad is on: activations, the residual sum, causal attention, the loss. They compute in fp32 on
+// the context's backend (kernels/layer_math.hpp on the CPU, layers.cu on a device).
 // Bad shapes and targets throw std::invalid_argument before anything is recorded.
 #pragma once
 

@@ -93,6 +93,25 @@ TEST(Transformer, OnTheDeviceBackendItTrainsBitForBitAsOnTheCpu) {
   }
 }
 
+// And a step on the device copies only what the program feeds in and reads: the tokens, their
+// positions and the targets (three uploads of indices), the loss's gradient seed (one upload)
+// and the loss (one download); the first step also uploads each registry key's pointer arrays
+// (3 for the forward key, 3 for the backward one).
+TEST(Transformer, AStepOnTheDeviceCopiesOnlyItsInputsAndTheLoss) {
+  for (BlockCheckpoint checkpoint : {BlockCheckpoint::None, BlockCheckpoint::Reentrant, BlockCheckpoint::NonReentrant,
+                                     BlockCheckpoint::Nested}) {
+    TransformerOptions o = options(checkpoint, spec::Semantics::Fp8sm, 3);
+    o.width = 16;
+    o.batch = 2;
+    o.backend = "cuda-emulated";
+    for (const auto& step : examples::train_transformer(o).steps) {
+      EXPECT_EQ(step.traffic.uploads, step.step == 0 ? 4u + 6u : 4u) << static_cast<int>(checkpoint) << " " << step.step;
+      EXPECT_EQ(step.traffic.downloads, 1u) << static_cast<int>(checkpoint) << " " << step.step;
+      EXPECT_EQ(step.traffic.download_bytes, sizeof(float)) << static_cast<int>(checkpoint) << " " << step.step;
+    }
+  }
+}
+
 TEST(Transformer, TheLossFalls) {
   TransformerOptions o = options(BlockCheckpoint::Nested, spec::Semantics::Fp8sm, 40);
   o.width = 32;
