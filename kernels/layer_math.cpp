@@ -3,9 +3,22 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/portable_math.hpp"
+
 namespace fp8sm::kernels {
 
 namespace {
+
+// exp, log and erf: in float the portable ones the CUDA kernels use too (portable_math.hpp), so
+// that a device computes these layers to the same bits; in double (the finite-difference tests)
+// the C library's.
+inline float exp_of(float x) { return portable_exp(x); }
+inline float log_of(float x) { return portable_log(x); }
+inline float erf_of(float x) { return portable_erf(x); }
+inline double exp_of(double x) { return std::exp(x); }
+inline double log_of(double x) { return std::log(x); }
+inline double erf_of(double x) { return std::erf(x); }
+
 template <class T>
 constexpr T kInvSqrt2 = T(0.70710678118654752440);
 template <class T>
@@ -14,14 +27,14 @@ constexpr T kInvSqrt2Pi = T(0.39894228040143267794);
 
 template <class T>
 void gelu_forward(const T* x, T* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * kInvSqrt2<T>));
+  for (std::size_t i = 0; i < n; ++i) y[i] = T(0.5) * x[i] * (T(1) + erf_of(x[i] * kInvSqrt2<T>));
 }
 
 template <class T>
 void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
-    const T cdf = T(0.5) * (T(1) + std::erf(x[i] * kInvSqrt2<T>));
-    const T pdf = kInvSqrt2Pi<T> * std::exp(T(-0.5) * x[i] * x[i]);
+    const T cdf = T(0.5) * (T(1) + erf_of(x[i] * kInvSqrt2<T>));
+    const T pdf = kInvSqrt2Pi<T> * exp_of(T(-0.5) * x[i] * x[i]);
     dx[i] = dy[i] * (cdf + x[i] * pdf);
   }
 }
@@ -89,7 +102,7 @@ void causal_attention_forward(const T* qkv, std::size_t sequences, std::size_t l
       }
       T total = 0;
       for (std::size_t j = 0; j <= i; ++j) {
-        p[j] = std::exp(p[j] - largest);
+        p[j] = exp_of(p[j] - largest);
         total += p[j];
       }
       for (std::size_t j = 0; j <= i; ++j) p[j] /= total;
@@ -166,11 +179,11 @@ T softmax_cross_entropy_forward(const T* logits, std::size_t rows, std::size_t c
     for (std::size_t c = 1; c < cols; ++c) largest = std::max(largest, row[c]);
     T total = 0;
     for (std::size_t c = 0; c < cols; ++c) {
-      p[c] = std::exp(row[c] - largest);
+      p[c] = exp_of(row[c] - largest);
       total += p[c];
     }
     for (std::size_t c = 0; c < cols; ++c) p[c] /= total;
-    if (targets[r] >= 0) loss += -(row[targets[r]] - largest - std::log(total));
+    if (targets[r] >= 0) loss += -(row[targets[r]] - largest - log_of(total));
   }
   return counted == 0 ? T(0) : loss / T(counted);
 }

@@ -3,7 +3,8 @@
 // the precision they are instantiated with (float for the runtime, double for the tests that
 // check the backward against finite differences) and in a fixed order, so the same inputs give
 // the same bits. Matrices are row-major. The CPU backend computes them here; the CUDA kernels of
-// kernels/cuda/layers.cu compute the float versions in the same order.
+// kernels/cuda/layers.cu compute the float versions in the same order, with the same exp, log
+// and erf (portable_math.hpp; the double versions take the C library's).
 #pragma once
 
 #include <cstddef>

@@ -1,11 +1,19 @@
 // The layers around the FP8 Linears on the device (kernels/layer_math.cpp, float): GELU,
 // LayerNorm, causal attention, softmax cross-entropy, embedding, and Adam, each summing in the
-// reference's order, so that under the host emulation they equal it bit for bit. On a GPU the
-// transcendental functions (erff, expf, logf) are CUDA's, within their documented ulps of the C
-// library's: close to the CPU there, not bit for bit (sqrtf and the divisions are correctly
-// rounded on both). The parallel parts are the independent ones: a thread per value, per row,
-// per column or per sequence, whichever keeps each sum in one thread in the reference's order.
+// reference's order and with the reference's exp, log and erf (portable_math.cuh: basic float
+// operations only), so that they equal it bit for bit, on a GPU as under the host emulation
+// (sqrtf and the divisions are correctly rounded on both). The parallel parts are the
+// independent ones: a thread per value, per row, per column or per sequence, whichever keeps
+// each sum in one thread in the reference's order.
 #include "fp8_device.cuh"
+
+#define FP8SM_MATH_FN __device__ __forceinline__
+#define fp8sm_float_bits __float_as_uint
+#define fp8sm_bits_float __uint_as_float
+#include "portable_math.cuh"
+#undef fp8sm_float_bits
+#undef fp8sm_bits_float
+#undef FP8SM_MATH_FN
 
 #define FP8SM_INV_SQRT2 0.70710678118654752440f
 #define FP8SM_INV_SQRT2PI 0.39894228040143267794f
@@ -20,14 +28,14 @@ __device__ __forceinline__ float fp8sm_max(float a, float b) { return a < b ? b 
 extern "C" __global__ void fp8sm_gelu_forward(const float* x, unsigned long long n, float* y) {
   const unsigned long long i = fp8sm_index();
   if (i >= n) return;
-  y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * FP8SM_INV_SQRT2));
+  y[i] = 0.5f * x[i] * (1.0f + fp8sm_erff(x[i] * FP8SM_INV_SQRT2));
 }
 
 extern "C" __global__ void fp8sm_gelu_backward(const float* x, const float* dy, unsigned long long n, float* dx) {
   const unsigned long long i = fp8sm_index();
   if (i >= n) return;
-  const float cdf = 0.5f * (1.0f + erff(x[i] * FP8SM_INV_SQRT2));
-  const float pdf = FP8SM_INV_SQRT2PI * expf(-0.5f * x[i] * x[i]);
+  const float cdf = 0.5f * (1.0f + fp8sm_erff(x[i] * FP8SM_INV_SQRT2));
+  const float pdf = FP8SM_INV_SQRT2PI * fp8sm_expf(-0.5f * x[i] * x[i]);
   dx[i] = dy[i] * (cdf + x[i] * pdf);
 }
 
@@ -112,7 +120,7 @@ extern "C" __global__ void fp8sm_attention_forward(const float* qkv, unsigned se
   }
   float total = 0.0f;
   for (unsigned j = 0; j <= i; ++j) {
-    p[j] = expf(p[j] - largest);
+    p[j] = fp8sm_expf(p[j] - largest);
     total += p[j];
   }
   for (unsigned j = 0; j <= i; ++j) p[j] /= total;
@@ -179,11 +187,11 @@ extern "C" __global__ void fp8sm_cross_entropy_rows(const float* logits, unsigne
   for (unsigned c = 1; c < cols; ++c) largest = fp8sm_max(largest, row[c]);
   float total = 0.0f;
   for (unsigned c = 0; c < cols; ++c) {
-    p[c] = expf(row[c] - largest);
+    p[c] = fp8sm_expf(row[c] - largest);
     total += p[c];
   }
   for (unsigned c = 0; c < cols; ++c) p[c] /= total;
-  terms[r] = targets[r] >= 0 ? -(row[targets[r]] - largest - logf(total)) : 0.0f;
+  terms[r] = targets[r] >= 0 ? -(row[targets[r]] - largest - fp8sm_logf(total)) : 0.0f;
 }
 
 // One thread: the mean over the counted rows, summed in row order.

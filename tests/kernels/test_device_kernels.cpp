@@ -444,16 +444,12 @@ TEST_F(DeviceKernelsTest, Fp32OperationsEqualTheRuntimesCpuCode) {
   }
 }
 
-// The transformer's layers (layers.cu) against kernels/layer_math.hpp's float versions: bit for
-// bit under the emulation; on a GPU, where erff, expf and logf are CUDA's, within a few ulps.
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+// The transformer's layers (layers.cu) against kernels/layer_math.hpp's float versions, bit for
+// bit (on a GPU too: both take exp, log and erf from portable_math.cuh).
+void expect_same(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::size_t i = 0; i < want.size(); ++i) {
-#ifdef FP8SM_TEST_ON_GPU
-    EXPECT_NEAR(got[i], want[i], 1e-5f * (1.0f + std::fabs(want[i]))) << what << " " << i;
-#else
     ASSERT_EQ(bits(got[i]), bits(want[i])) << what << " " << i << ": " << got[i] << " against " << want[i];
-#endif
   }
 }
 
@@ -475,9 +471,9 @@ TEST_F(DeviceKernelsTest, TheTransformerLayersEqualTheReference) {
     gelu_backward(x.data(), dy.data(), dx.data(), x.size());
     DeviceBuffer<float> d_x(d, x), d_dy(d, dy), d_out(d, 300);
     d.gelu(d_x.get(), 300, d_out.get());
-    expect_close(d_out.download(), y, "gelu");
+    expect_same(d_out.download(), y, "gelu");
     d.gelu_backward(d_x.get(), d_dy.get(), 300, d_out.get());
-    expect_close(d_out.download(), dx, "gelu_backward");
+    expect_same(d_out.download(), dx, "gelu_backward");
   }
 
   // LayerNorm: 12 rows of 25, gradients of gamma and beta added to what they held.
@@ -497,12 +493,12 @@ TEST_F(DeviceKernelsTest, TheTransformerLayersEqualTheReference) {
     DeviceBuffer<float> d_in(d, in), d_g(d, g), d_gamma(d, gamma), d_beta(d, beta), d_y(d, rows * cols),
         d_mean(d, rows), d_rstd(d, rows), d_dx(d, rows * cols), d_dgamma(d, dgamma), d_dbeta(d, dbeta);
     d.layer_norm(d_in.get(), rows, cols, d_gamma.get(), d_beta.get(), 1e-5f, d_y.get(), d_mean.get(), d_rstd.get());
-    expect_close(d_y.download(), out, "layer_norm");
+    expect_same(d_y.download(), out, "layer_norm");
     d.layer_norm_backward(d_in.get(), d_g.get(), rows, cols, d_gamma.get(), d_mean.get(), d_rstd.get(), d_dx.get(),
                           d_dgamma.get(), d_dbeta.get());
-    expect_close(d_dx.download(), dx_ref, "layer_norm_backward dx");
-    expect_close(d_dgamma.download(), dgamma_ref, "layer_norm_backward dgamma");
-    expect_close(d_dbeta.download(), dbeta_ref, "layer_norm_backward dbeta");
+    expect_same(d_dx.download(), dx_ref, "layer_norm_backward dx");
+    expect_same(d_dgamma.download(), dgamma_ref, "layer_norm_backward dgamma");
+    expect_same(d_dbeta.download(), dbeta_ref, "layer_norm_backward dbeta");
   }
 
   // Causal attention: 3 sequences of 5 positions, width 4.
@@ -515,11 +511,11 @@ TEST_F(DeviceKernelsTest, TheTransformerLayersEqualTheReference) {
     DeviceBuffer<float> d_qkv(d, qkv), d_g(d, g), d_out(d, out.size()), d_p(d, p.size()), d_dqkv(d, qkv.size()),
         scratch(d, sequences * length);
     d.causal_attention(d_qkv.get(), sequences, length, width, d_out.get(), d_p.get());
-    expect_close(d_out.download(), out, "attention");
-    expect_close(d_p.download(), p, "attention probabilities");
+    expect_same(d_out.download(), out, "attention");
+    expect_same(d_p.download(), p, "attention probabilities");
     d.causal_attention_backward(d_qkv.get(), d_p.get(), d_g.get(), sequences, length, width, d_dqkv.get(),
                                 scratch.get());
-    expect_close(d_dqkv.download(), dqkv, "attention backward");
+    expect_same(d_dqkv.download(), dqkv, "attention backward");
   }
 
   // Cross-entropy: 6 rows of 5 classes, two rows not counted.
@@ -534,10 +530,10 @@ TEST_F(DeviceKernelsTest, TheTransformerLayersEqualTheReference) {
         d_dloss(d, std::vector<float>{0.75f}), d_dlogits(d, p.size());
     DeviceBuffer<int> d_targets(d, targets);
     d.cross_entropy(d_logits.get(), rows, cols, d_targets.get(), 4, d_p.get(), terms.get(), d_loss.get());
-    expect_close(d_loss.download(), {loss}, "cross_entropy");
-    expect_close(d_p.download(), p, "cross_entropy probabilities");
+    expect_same(d_loss.download(), {loss}, "cross_entropy");
+    expect_same(d_p.download(), p, "cross_entropy probabilities");
     d.cross_entropy_backward(d_p.get(), rows, cols, d_targets.get(), 4, d_dloss.get(), d_dlogits.get());
-    expect_close(d_dlogits.download(), dlogits, "cross_entropy backward");
+    expect_same(d_dlogits.download(), dlogits, "cross_entropy backward");
   }
 
   // Embedding: rows of a table by token, and the gradient added back by token, rows in order.

@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "kernels/layer_math.hpp"
+#include "kernels/portable_math.hpp"
 
 namespace fp8sm::kernels {
 namespace {
@@ -186,6 +189,53 @@ TEST(LayerMath, FloatAgreesWithDouble) {
   gelu_forward(x.data(), g.data(), x.size());
   gelu_forward(x_f.data(), g_f.data(), x.size());
   for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g_f[i], g[i], 1e-6 * (1 + std::abs(g[i])));
+}
+
+// The float exp, log and erf that the CPU layers and their CUDA kernels share
+// (portable_math.hpp), against the C library's double versions of the same float inputs.
+double ulps_off(float got, double want) {
+  const auto w = static_cast<float>(want);
+  const double ulp = std::fabs(static_cast<double>(std::nextafter(w, std::numeric_limits<float>::infinity())) - w);
+  return std::fabs(static_cast<double>(got) - want) / ulp;
+}
+
+TEST(PortableMath, ExpAndLogWithinTwoUlpsAndErfWithinTwoTenMillionths) {
+  double worst_exp = 0, worst_log = 0, worst_erf = 0, worst_small_erf = 0;
+  for (double x = -87.0; x <= 88.0; x += 0.000731) {
+    const auto f = static_cast<float>(x);
+    worst_exp = std::max(worst_exp, ulps_off(portable_exp(f), std::exp(static_cast<double>(f))));
+  }
+  for (double x = 1e-40; x <= 1e38; x *= 1.0007) {  // subnormals too
+    const auto f = static_cast<float>(x);
+    worst_log = std::max(worst_log, ulps_off(portable_log(f), std::log(static_cast<double>(f))));
+  }
+  for (double x = -6.0; x <= 6.0; x += 0.0001) {
+    const auto f = static_cast<float>(x);
+    const double exact = std::erf(static_cast<double>(f));
+    worst_erf = std::max(worst_erf, std::fabs(portable_erf(f) - exact));
+    if (std::fabs(f) < 0.5f && f != 0.0f) worst_small_erf = std::max(worst_small_erf, ulps_off(portable_erf(f), exact));
+  }
+  EXPECT_LE(worst_exp, 2.0);
+  EXPECT_LE(worst_log, 2.0);
+  EXPECT_LE(worst_erf, 2e-7);
+  EXPECT_LE(worst_small_erf, 4.0);
+}
+
+TEST(PortableMath, TheirEdges) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(portable_exp(0.0f), 1.0f);
+  EXPECT_EQ(portable_exp(89.0f), inf);
+  EXPECT_EQ(portable_exp(-104.0f), 0.0f);
+  EXPECT_EQ(portable_exp(-inf), 0.0f);
+  EXPECT_TRUE(std::isnan(portable_exp(std::nanf(""))));
+  EXPECT_EQ(portable_log(1.0f), 0.0f);
+  EXPECT_EQ(portable_log(0.0f), -inf);
+  EXPECT_EQ(portable_log(inf), inf);
+  EXPECT_TRUE(std::isnan(portable_log(-1.0f)));
+  EXPECT_EQ(portable_erf(0.0f), 0.0f);
+  EXPECT_EQ(portable_erf(10.0f), 1.0f);
+  EXPECT_EQ(portable_erf(-10.0f), -1.0f);
+  EXPECT_EQ(portable_erf(-0.3f), -portable_erf(0.3f));
 }
 
 }  // namespace
