@@ -31,7 +31,7 @@ fi
 # Warnings are not errors here: the GPU machine's compiler may differ from CI's.
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFP8SM_REQUIRE_CUDA=ON -DCUDAToolkit_ROOT=/usr/local/cuda \
   > "$out/configure.log" 2>&1 || { echo "configure failed (see $out/configure.log)"; exit 1; }
-cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_runtime kernel_bandwidth train_mlp \
+cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_runtime kernel_bandwidth train_mlp train_transformer \
   test_runtime test_runtime_properties test_device_backend_properties test_emulated_kernels test_kernels_fp8 \
   train_step test_device_residency test_cuda_residency \
   > "$out/build.log" 2>&1 \
@@ -55,6 +55,14 @@ grep -q '"cuda-exact"' "$out/device-backend-properties.log" \
 
 build/examples/train_mlp --backend cuda --checkpoint reentrant --granularity per-layer > "$out/train_mlp_cuda.txt" 2>&1 || status=1
 build/examples/train_mlp --backend cpu --checkpoint reentrant --granularity per-layer > "$out/train_mlp_cpu.txt" 2>&1 || status=1
+# The transformer, device-resident, must print the CPU's losses to the last digit with the exact
+# GEMM (its other layers share their exp, log and erf with the CPU), and train with cuBLASLt.
+for backend in cpu cuda-exact cuda; do
+  build/examples/train_transformer --backend "$backend" --checkpoint nested --steps 30 \
+    > "$out/train_transformer_$backend.txt" 2>&1 || status=1
+done
+cmp -s "$out/train_transformer_cpu.txt" "$out/train_transformer_cuda-exact.txt" \
+  || { echo "train_transformer on cuda-exact differs from the CPU"; status=1; }
 build/bench/kernel_bandwidth > "$out/kernel_bandwidth.txt" 2>&1 || status=1
 # A device-resident step at 8 x 4096 (the state machine's share), exact GEMM too, and the CPU
 # at a size it can do in the time.
@@ -64,7 +72,7 @@ build/bench/train_step --backend cuda-exact --width 1024 --batch 1024 > "$out/tr
 build/bench/train_step --backend cpu --width 512 --batch 512 --steps 3 > "$out/train_step_cpu.txt" 2>&1 || status=1
 
 tail -n 3 "$out/gpu-tests.log"
-tail -n 1 "$out/train_mlp_cuda.txt" "$out/train_mlp_cpu.txt"
+tail -n 1 "$out/train_mlp_cuda.txt" "$out/train_mlp_cpu.txt" "$out"/train_transformer_*.txt
 cat "$out/kernel_bandwidth.txt"
 cat "$out/train_step_cuda.txt"
 exit $status
