@@ -1,27 +1,14 @@
 #include "kernels/portable_math.hpp"
 
-#include <cstdint>
-#include <cstring>
+#include "kernels/detail/float_bits.hpp"
 
 namespace fp8sm::kernels {
 
 namespace {
 
-std::uint32_t float_bits(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float bits_float(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 #define FP8SM_MATH_FN inline
-#define fp8sm_float_bits float_bits
-#define fp8sm_bits_float bits_float
+#define fp8sm_float_bits detail::bits_of
+#define fp8sm_bits_float detail::float_of
 #include "kernels/cuda/portable_math.cuh"
 #undef fp8sm_float_bits
 #undef fp8sm_bits_float
