@@ -1,6 +1,7 @@
 // The runtime's device backend (runtime/device_backend.cpp: the CUDA kernels, the launches and
 // the buffers around them) runs random programs as the model does, and trains any random
-// network, checkpoint arrangement and recipe bit for bit as the CPU backend: on the host emulation of the kernels everywhere ("cuda-emulated"),
+// network, chain or graph, checkpoint arrangement and recipe bit for bit as the CPU backend: on
+// the host emulation of the kernels everywhere ("cuda-emulated"),
 // and on the GPU too where one is usable ("cuda-exact"). Fewer cases than the other properties
 // (the emulation runs one fiber per CUDA thread); RC_PARAMS sets the count (CMakeLists.txt).
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "random_graphs.hpp"
 #include "random_programs.hpp"
 #include "random_training.hpp"
 
@@ -48,6 +50,19 @@ RC_GTEST_PROP(DeviceBackendProperties, TrainsBitForBitAsTheCpu, ()) {
     RC_TAG(backend);
     const Trained device = train(c.widths, c.arrangement, c.recipe, c.steps, c.seed, backend);
     RC_ASSERT(same_training(device, cpu));
+  }
+}
+
+// Random graph networks (random_graphs.hpp: residual sums, attention, LayerNorm,
+// LayerNormLinear, checkpoints of sub-graphs) train on a device backend bit for bit as on the CPU:
+// every layer's kernels, the gradient sums and the updates on the device.
+RC_GTEST_PROP(DeviceBackendProperties, GraphsTrainBitForBitAsOnTheCpu, ()) {
+  using namespace test_support::graphs;
+  const GraphCase c = draw_case();
+  const Trained cpu = train(c.program, c.recipe, c.steps, c.seed, true, "cpu");
+  for (const std::string& backend : device_backends()) {
+    RC_TAG(backend);
+    RC_ASSERT(same_training(train(c.program, c.recipe, c.steps, c.seed, true, backend), cpu));
   }
 }
 
