@@ -20,14 +20,19 @@ void require_host(const Matrix& m, const char* what) {
   if (m.on_device()) throw std::logic_error(fmt::format("{}: a device matrix on the CPU backend", what));
 }
 
-// The same shape, or std::invalid_argument naming `what`.
-void require_same_size(const Matrix& a, const Matrix& b, const char* what) {
+}  // namespace
+
+void Backend::require_same_size(const Matrix& a, const Matrix& b, const char* what) {
   if (a.rows != b.rows || a.cols != b.cols) {
     throw std::invalid_argument(fmt::format("{}: shapes {}x{} and {}x{} differ", what, a.rows, a.cols, b.rows, b.cols));
   }
 }
 
-}  // namespace
+Backend::GemmShape Backend::gemm_shape(const Fp8Matrix& a, bool a_transposed, const Fp8Matrix& b, bool b_transposed) {
+  const std::size_t k = a_transposed ? a.rows : a.cols;
+  if ((b_transposed ? b.rows : b.cols) != k) throw std::invalid_argument("gemm_tn: inner dimensions differ");
+  return {a_transposed ? a.cols : a.rows, b_transposed ? b.cols : b.rows, k};
+}
 
 kernels::ScalingMeta MetaTensors::to_host() const {
   kernels::ScalingMeta meta;
@@ -52,10 +57,7 @@ Fp8Matrix Backend::cast_transpose(const Matrix& x, MetaTensors& meta, std::size_
 }
 
 Matrix Backend::gemm_tn(const Fp8Matrix& a, bool a_transposed, const Fp8Matrix& b, bool b_transposed) {
-  const std::size_t m = a_transposed ? a.cols : a.rows;
-  const std::size_t k = a_transposed ? a.rows : a.cols;
-  const std::size_t n = b_transposed ? b.cols : b.rows;
-  if ((b_transposed ? b.rows : b.cols) != k) throw std::invalid_argument("gemm_tn: inner dimensions differ");
+  const auto [m, n, k] = gemm_shape(a, a_transposed, b, b_transposed);
   Matrix c(m, n);
   kernels::gemm_tn({(a_transposed ? a.transposed : a.codes).data(), m, a.format, a.scale_inv},
                    {(b_transposed ? b.transposed : b.codes).data(), n, b.format, b.scale_inv}, k, c.values.data());

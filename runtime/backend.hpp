@@ -152,6 +152,17 @@ class Backend {
   virtual void discard_current_amax(MetaTensors& meta);
   virtual void reduce_and_update(const std::vector<MetaTensors*>& metas, AmaxReductionGroup* group, bool reduce_amax,
                                  const kernels::ScaleUpdateRecipe& recipe);
+
+ protected:
+  // The checks every backend makes the same way. std::invalid_argument naming `what` unless a
+  // and b have one shape.
+  static void require_same_size(const Matrix& a, const Matrix& b, const char* what);
+  // gemm_tn's m x n output over k, from its operands' layouts; std::invalid_argument unless
+  // their inner dimensions agree.
+  struct GemmShape {
+    std::size_t m, n, k;
+  };
+  static GemmShape gemm_shape(const Fp8Matrix& a, bool a_transposed, const Fp8Matrix& b, bool b_transposed);
 };
 
 // The CPU reference backend (kernels/): bit-exact to spec §6.

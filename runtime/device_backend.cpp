@@ -159,10 +159,7 @@ class DeviceBackend final : public Backend {
   }
 
   Matrix gemm_tn(const Fp8Matrix& a, bool a_transposed, const Fp8Matrix& b, bool b_transposed) override {
-    const std::size_t m = a_transposed ? a.cols : a.rows;
-    const std::size_t k = a_transposed ? a.rows : a.cols;
-    const std::size_t n = b_transposed ? b.cols : b.rows;
-    if ((b_transposed ? b.rows : b.cols) != k) throw std::invalid_argument("gemm_tn: inner dimensions differ");
+    const auto [m, n, k] = gemm_shape(a, a_transposed, b, b_transposed);
     const DeviceFp8& da = fp8(a);
     const DeviceFp8& db = fp8(b);
     const std::uint8_t* pa = a_transposed ? da.transposed.get() : da.codes.get();
@@ -198,26 +195,26 @@ class DeviceBackend final : public Backend {
   }
 
   Matrix relu_backward(const Matrix& x, const Matrix& dy) override {
-    same_size(x, dy, "relu_backward");
+    require_same_size(x, dy, "relu_backward");
     Matrix dx = empty(dy.rows, dy.cols);
     device().relu_backward(pointer(x), pointer(dy), dy.size(), pointer(dx), stream());
     return dx;
   }
 
   Matrix add(const Matrix& a, const Matrix& b) override {
-    same_size(a, b, "add");
+    require_same_size(a, b, "add");
     Matrix sum = empty(a.rows, a.cols);
     device().add(pointer(a), pointer(b), a.size(), pointer(sum), stream());
     return sum;
   }
 
   void add_into(Matrix& sum, const Matrix& term) override {
-    same_size(sum, term, "add_into");
+    require_same_size(sum, term, "add_into");
     device().add(pointer(sum), pointer(term), sum.size(), pointer(sum), stream());
   }
 
   void sgd(Matrix& w, const Matrix& g, float rate) override {
-    same_size(w, g, "sgd");
+    require_same_size(w, g, "sgd");
     device().sgd(pointer(w), pointer(g), rate, w.size(), stream());
   }
 
@@ -238,7 +235,7 @@ class DeviceBackend final : public Backend {
   }
 
   Matrix gelu_backward(const Matrix& x, const Matrix& dy) override {
-    same_size(x, dy, "gelu_backward");
+    require_same_size(x, dy, "gelu_backward");
     Matrix dx = empty(dy.rows, dy.cols);
     device().gelu_backward(pointer(x), pointer(dy), dy.size(), pointer(dx), stream());
     return dx;
@@ -256,7 +253,7 @@ class DeviceBackend final : public Backend {
 
   Matrix layer_norm_backward(const Matrix& x, const Matrix& dy, const Matrix& gamma, const Matrix& mean,
                              const Matrix& rstd, Matrix& dgamma, Matrix& dbeta) override {
-    same_size(x, dy, "layer_norm_backward");
+    require_same_size(x, dy, "layer_norm_backward");
     Matrix dx = empty(x.rows, x.cols);
     device().layer_norm_backward(pointer(x), pointer(dy), x.rows, x.cols, pointer(gamma), pointer(mean),
                                  pointer(rstd), pointer(dx), pointer(dgamma), pointer(dbeta), stream());
@@ -310,7 +307,7 @@ class DeviceBackend final : public Backend {
   }
 
   void adam(Matrix& w, const Matrix& g, Matrix& m, Matrix& v, const AdamStep& k) override {
-    same_size(w, g, "adam");
+    require_same_size(w, g, "adam");
     device().adam(pointer(w), pointer(g), pointer(m), pointer(v), w.size(),
                   {k.beta1, k.one_minus_beta1, k.beta2, k.one_minus_beta2, k.rate, k.correction1, k.correction2,
                    k.epsilon},
@@ -401,12 +398,6 @@ class DeviceBackend final : public Backend {
     std::size_t n = 0;
     for (int t : targets.values) n += t >= 0 ? 1 : 0;
     return n;
-  }
-
-  static void same_size(const Matrix& a, const Matrix& b, const char* what) {
-    if (a.rows != b.rows || a.cols != b.cols) {
-      throw std::invalid_argument(fmt::format("{}: shapes {}x{} and {}x{} differ", what, a.rows, a.cols, b.rows, b.cols));
-    }
   }
 
   KeyArrays& key_arrays(const std::vector<MetaTensors*>& metas) {
