@@ -1,6 +1,18 @@
 #include "runtime/fp8_linear.hpp"
 
+#include <cmath>
+#include <random>
+
 namespace fp8sm::runtime {
+
+Matrix initial_linear_weight(std::size_t out_features, std::size_t in_features, std::uint64_t seed) {
+  Matrix weight(out_features, in_features);
+  std::mt19937_64 random(seed);
+  const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
+  std::uniform_real_distribution<float> uniform(-bound, bound);
+  for (float& w : weight.values) w = uniform(random);
+  return weight;
+}
 
 Matrix linear_forward(Backend& backend, const Recipe& recipe, MetaTensors& forward, const Matrix& x,
                       const Matrix& weight, bool fp8, LinearSaved& saved) {

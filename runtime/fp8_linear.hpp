@@ -5,6 +5,9 @@
 // fp32. What the forward saves for the backward is a LinearSaved. Internal to the runtime.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "runtime/backend.hpp"
 #include "runtime/context.hpp"
 #include "runtime/recipe.hpp"
@@ -24,6 +27,9 @@ struct LinearSaved {
   bool present() const { return fp8 ? input_fp8.held() : input.held(); }
   void clear() { *this = LinearSaved(fp8); }
 };
+
+// A Linear's initial weight, out x in on the host: uniform in ±1/sqrt(in) from `seed`.
+Matrix initial_linear_weight(std::size_t out_features, std::size_t in_features, std::uint64_t seed);
 
 // y = x Wᵀ with the module's forward meta (`forward`: slots input 0, weight 1); `saved` gets
 // what the backward needs.

@@ -2,8 +2,6 @@
 
 #include <fmt/core.h>
 
-#include <cmath>
-#include <random>
 #include <stdexcept>
 
 #include "runtime/fp8_linear.hpp"
@@ -64,12 +62,8 @@ LayerNormLinear::LayerNormLinear(Context& context, const std::string& name, std:
     throw std::invalid_argument(fmt::format("LayerNormLinear {}: a dimension is 0", name));
   }
   if (!(eps > 0.0f)) throw std::invalid_argument(fmt::format("LayerNormLinear {}: eps must be positive", name));
-  std::mt19937_64 random(seed);
-  const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
-  std::uniform_real_distribution<float> uniform(-bound, bound);
-  for (float& w : weight_.values) w = uniform(random);
   // The parameters and their gradients where the backend computes.
-  weight_ = Ops::to_backend(context, std::move(weight_));
+  weight_ = Ops::to_backend(context, initial_linear_weight(out_features, in_features, seed));
   weight_grad_ = context.backend().zeros(out_features, in_features);
   for (Matrix* m : {&gamma_, &beta_, &gamma_grad_, &beta_grad_}) *m = Ops::to_backend(context, std::move(*m));
 }

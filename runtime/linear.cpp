@@ -2,8 +2,6 @@
 
 #include <fmt/core.h>
 
-#include <cmath>
-#include <random>
 #include <stdexcept>
 
 #include "runtime/fp8_linear.hpp"
@@ -50,13 +48,9 @@ Linear::Linear(Context& context, const std::string& name, std::size_t in_feature
       weight_(out_features, in_features),
       weight_grad_(out_features, in_features) {
   if (in_features == 0 || out_features == 0) throw std::invalid_argument(fmt::format("Linear {}: a dimension is 0", name));
-  std::mt19937_64 random(seed);
-  const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
-  std::uniform_real_distribution<float> uniform(-bound, bound);
-  for (float& w : weight_.values) w = uniform(random);
   // The weight and its gradient live where the backend computes (device memory on a device
   // backend: uploaded once, here).
-  weight_ = context.backend().to_backend(std::move(weight_));
+  weight_ = context.backend().to_backend(initial_linear_weight(out_features, in_features, seed));
   weight_grad_ = context.backend().zeros(out_features, in_features);
 }
 
