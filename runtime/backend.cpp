@@ -11,6 +11,7 @@
 #include "kernels/cast.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/layer_math.hpp"
+#include "runtime/errors.hpp"
 
 namespace fp8sm::runtime {
 
@@ -32,6 +33,15 @@ Backend::GemmShape Backend::gemm_shape(const Fp8Matrix& a, bool a_transposed, co
   const std::size_t k = a_transposed ? a.rows : a.cols;
   if ((b_transposed ? b.rows : b.cols) != k) throw std::invalid_argument("gemm_tn: inner dimensions differ");
   return {a_transposed ? a.cols : a.rows, b_transposed ? b.cols : b.rows, k};
+}
+
+Matrix Backend::to_backend(Matrix m) {
+  if (m.on_device()) {
+    throw MisuseError(fmt::format("{}: a {} x {} matrix in device memory (another backend's): bring it to the host with "
+                                  "to_host() first",
+                                  name(), m.rows, m.cols));
+  }
+  return m;
 }
 
 kernels::ScalingMeta MetaTensors::to_host() const {

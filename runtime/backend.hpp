@@ -96,8 +96,10 @@ class Backend {
 
   // Residence. to_backend brings a host matrix to where this backend computes (a device
   // backend uploads it, after checking it is finite: a program's inputs and gradient seeds);
-  // a matrix already there is returned as it is. A matrix's own to_host() brings it back.
-  virtual Matrix to_backend(Matrix m) { return m; }
+  // a matrix already there is returned as it is. A matrix in the memory of another backend (a
+  // device matrix given to the CPU backend, or another device backend's) is refused with
+  // MisuseError: its to_host() brings it back first.
+  virtual Matrix to_backend(Matrix m);
   virtual Matrix zeros(std::size_t rows, std::size_t cols) { return Matrix(rows, cols); }
   virtual Traffic traffic() const { return {}; }
   // Waits until everything issued so far has run (a device backend's stream; nothing to wait

@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/device_buffer.hpp"
 #include "kernels/cuda/host_emulation/emulated_device.hpp"
+#include "runtime/errors.hpp"
 
 namespace fp8sm::runtime {
 
@@ -88,6 +89,7 @@ class DeviceFloats final : public DeviceValues {
   }
   std::size_t count() const override { return memory_.count(); }
   float* get() const { return memory_.get(); }
+  const std::shared_ptr<Session>& session() const { return memory_.session(); }
 
  private:
   SessionMemory<float> memory_;
@@ -131,7 +133,15 @@ class DeviceBackend final : public Backend {
   }
 
   Matrix to_backend(Matrix m) override {
-    if (m.on_device()) return m;
+    if (m.on_device()) {
+      const auto* values = dynamic_cast<const DeviceFloats*>(m.device.get());
+      if (values == nullptr || values->session() != session_) {
+        throw MisuseError(fmt::format("{}: a {} x {} matrix in the memory of another backend: bring it to the host "
+                                      "with to_host() first",
+                                      name_, m.rows, m.cols));
+      }
+      return m;
+    }
     require_finite(m, fmt::format("{}: a matrix going to the device", name_));
     Matrix out = empty(m.rows, m.cols);
     device().upload(pointer(out), m.values.data(), m.values.size() * sizeof(float), stream());
