@@ -249,6 +249,8 @@ class Driver {
     const GraphT& graph = current_graph();
     return {graph.generation, statemachine::to_id<S>(graph.nodes.size())};
   }
+  // The graph being recorded (the step's, or a recompute's while one runs): the one marks name.
+  const GraphT& recording_graph() const { return current_graph(); }
   // What was recorded since `mark` is never backpropagated (a `try` caught an exception, or
   // the program abandoned the step): checkpoints it held are released.
   Done discard_since(const Mark& mark) {

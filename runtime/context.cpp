@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 #include <typeinfo>
 #include <unordered_map>
@@ -25,10 +26,18 @@ using spec::ModuleId;
 namespace {
 constexpr std::size_t kForwardSlots = 2;   // input, weight
 constexpr std::size_t kBackwardSlots = 1;  // grad_output
+
+// Serial numbers are never reused in a process: a context made where another was destroyed
+// does not take the old one's tensors as its own.
+ContextSerial next_serial() {
+  static std::atomic<ContextSerial> last{0};
+  return ++last;
+}
 }  // namespace
 
 Context::Context(Recipe recipe, std::unique_ptr<Backend> backend, spec::Semantics semantics, AmaxReductionGroup* group)
-    : recipe_((recipe.validate(), recipe)),
+    : life_(std::make_shared<const ContextSerial>(next_serial())),
+      recipe_((recipe.validate(), recipe)),
       backend_(std::move(backend)),
       group_(group),
       machine_(std::make_unique<statemachine::Machine>(semantics, static_cast<statemachine::Hooks*>(this))),
@@ -79,7 +88,15 @@ driver::Done Context::run_body(const RuntimeTraits::Body& body) {
   const Chain outer = chain_;
   Tensor output;
   try {
-    output = body->function(body->inputs);
+    output = run_function(body->function, body->inputs, scopes_.size());
+    // A reentrant recompute's output takes the checkpoint node's gradient: it must be the
+    // shape the forward returned, or the recompute's backward would fail inside a kernel.
+    if (body->output != 0 && output.value.shape() != body->output_shape) {
+      throw CheckpointError(fmt::format(
+          "checkpoint: the recompute of a reentrant checkpoint returned a {} x {} tensor, its forward a {} x {} one: the "
+          "checkpointed function must compute the same thing when it is run again",
+          output.value.rows, output.value.cols, body->output_shape.rows, body->output_shape.cols));
+    }
   } catch (...) {
     chain_ = outer;
     throw;
@@ -103,13 +120,37 @@ void Context::completes(driver::Done done) {
 void Context::take_twin(NodeFunction& node, const std::shared_ptr<NodeFunction>& twin, std::uint32_t slot,
                         CaptureId capture) {
   if (!twin) throw std::logic_error(fmt::format("checkpoint: slot {} was freed before its unpack", slot));
-  if (!node.is_twin(*twin)) {
+  if (!node.is_twin(*twin) || node.output_shape != twin->output_shape) {
     throw CheckpointError(fmt::format("checkpoint: the non-reentrant recompute of checkpoint #{} recorded another node at "
                                       "slot {} than its forward did: the checkpointed function must take the same path "
                                       "when it is run again",
                                       capture, slot));
   }
   node.take_saved(*twin);
+}
+
+// ---- modules ------------------------------------------------------------------------------
+
+// ---- what the program hands in ---------------------------------------------------------------
+
+void Context::require_operand(const Tensor& tensor, const std::string& what) const {
+  if (tensor.context != serial()) {
+    throw MisuseError(tensor.context == 0
+                          ? fmt::format("{}: the tensor was not made by a context (Context::input makes leaves)", what)
+                          : fmt::format("{}: tensor #{} belongs to another context (each context numbers its own "
+                                        "tensors: the id would name another tensor here)",
+                                        what, tensor.id));
+  }
+  require_well_formed(tensor.value, what);
+  if (tensor.value.rows == 0 || tensor.value.cols == 0) {
+    throw std::invalid_argument(fmt::format("{}: a {} x {} tensor holds no values", what, tensor.value.rows, tensor.value.cols));
+  }
+  require_finite(tensor.value, what);
+}
+
+Matrix Context::admit(Matrix value, const std::string& what) const {
+  require_program_value(value, what);
+  return backend_->to_backend(std::move(value));
 }
 
 // ---- modules ------------------------------------------------------------------------------
@@ -135,7 +176,7 @@ ModuleMeta Context::meta(ModuleId m) const {
   return copy;
 }
 
-Tensor Context::run_module(ModuleId m, std::vector<TensorId> inputs, const ModuleCompute& compute) {
+Tensor Context::run_module(ModuleId m, const std::vector<const Tensor*>& inputs, const ModuleCompute& compute) {
   // The misuse check comes before any event, so that a refused call changes nothing. Whether
   // the run is FP8 is what prepare_forward will read: the innermost autocast's flag.
   if (recipe_.reduce_amax && machine_->fp8_enabled() && !region_runs_.empty() && region_runs_.back().count(m) != 0) {
@@ -155,25 +196,35 @@ Tensor Context::run_module(ModuleId m, std::vector<TensorId> inputs, const Modul
     throw;
   }
   const TensorId output = new_tensor();
-  result.second->inputs = std::move(inputs);
-  result.second->output = output;
+  connect(*result.second, inputs, result.first, output);
   const bool records = machine_->grad_enabled();  // the driver records the node if grad is on
   completes(driver_->module_forward_end(m, std::move(result.second)));
   if (records) recorded_output_ = output;
-  return Tensor{std::move(result.first), output};
+  return tensor(std::move(result.first), output);
 }
 
-Tensor Context::record_function(Matrix output, std::vector<TensorId> inputs, std::shared_ptr<NodeFunction> function) {
+Tensor Context::record_function(Matrix output, const std::vector<const Tensor*>& inputs,
+                                std::shared_ptr<NodeFunction> function) {
   const TensorId id = new_tensor();
-  function->inputs = std::move(inputs);
-  function->output = id;
+  connect(*function, inputs, output, id);
   if (machine_->grad_enabled()) recorded_output_ = id;
   const bool saves = function->saves_tensors();
   driver_->function_recorded(std::move(function), saves);
-  return Tensor{std::move(output), id};
+  return tensor(std::move(output), id);
 }
 
-Tensor Context::input(Matrix value) { return Tensor{backend_->to_backend(std::move(value)), new_tensor()}; }
+void Context::connect(NodeFunction& node, const std::vector<const Tensor*>& inputs, const Matrix& output, TensorId id) {
+  node.inputs.clear();
+  node.input_shapes.clear();
+  for (const Tensor* input : inputs) {
+    node.inputs.push_back(input->id);
+    node.input_shapes.push_back(input->value.shape());
+  }
+  node.output = id;
+  node.output_shape = output.shape();
+}
+
+Tensor Context::input(Matrix value) { return tensor(admit(std::move(value), "Context::input"), new_tensor()); }
 
 Matrix Context::chain_output(Tensor output) {
   if (output.id == recorded_output_) chain_.end = output.id;
@@ -187,15 +238,45 @@ void Context::new_chain() {
 }
 
 Context::TapeMark Context::mark() const {
-  const driver::TapeMark<statemachine::GrowableStorage> m = driver_->mark();
-  return {m.generation, m.size, chain_.end};
+  const driver::TapeMark<statemachine::GrowableStorage> now = driver_->mark();
+  const auto& nodes = driver_->recording_graph().nodes;
+  TapeMark m;
+  m.context = serial();
+  m.step = steps_ended_;
+  m.generation = now.generation;
+  m.size = now.size;
+  m.last_node = nodes.empty() ? 0 : nodes.back().id;
+  m.chain_end = chain_.end;
+  return m;
 }
 
 void Context::discard_since(const TapeMark& mark) {
-  const bool same_graph = driver_->mark().generation == mark.generation;
-  completes(driver_->discard_since(driver::TapeMark<statemachine::GrowableStorage>{mark.generation, static_cast<std::uint32_t>(mark.size)}));
-  if (same_graph) chain_.end = mark.chain_end;  // what was recorded since is gone from the chain too
+  if (mark.context != serial()) {
+    throw MisuseError(mark.context == 0 ? "discard_since: a mark not made by mark()"
+                                        : "discard_since: a mark of another context");
+  }
+  if (mark.step != steps_ended_) {
+    throw MisuseError("discard_since: the mark was taken in an earlier step (end_step dropped what it named)");
+  }
+  const driver::TapeMark<statemachine::GrowableStorage> now = driver_->mark();
+  if (mark.generation > now.generation) {
+    throw MisuseError("discard_since: the mark was taken on a graph that began after the one being recorded (inside "
+                      "a recompute, used outside it)");
+  }
+  const auto& nodes = driver_->recording_graph().nodes;
+  const bool same_graph = mark.generation == now.generation;
+  if (same_graph && (mark.size > nodes.size() || (mark.size > 0 && nodes[mark.size - 1].id != mark.last_node))) {
+    throw MisuseError(fmt::format(
+        "discard_since: the mark is past what the graph holds ({} nodes recorded when it was taken, {} now; what it "
+        "followed was discarded)",
+        mark.size, nodes.size()));
+  }
+  // A mark of an earlier graph of this step: the driver discards all of the current one.
+  completes(driver_->discard_since(driver::TapeMark<statemachine::GrowableStorage>{mark.generation,
+                                                                                   static_cast<std::uint32_t>(mark.size)}));
+  chain_.end = same_graph ? mark.chain_end : chain_.start;  // what was recorded since is gone from the chain too
 }
+
 bool Context::has_recorded() const { return driver_->has_recorded(spec::kCurrentGraph); }
 bool Context::in_recompute() const { return driver_->recompute_depth() > 0; }
 
@@ -208,7 +289,7 @@ bool Context::has_recorded(const std::string& tape) const {
 
 Matrix Context::backward(const Matrix& grad_output, bool retain_graph) {
   const Chain chain = chain_;
-  run_backward(spec::kCurrentGraph, chain.end, grad_output, retain_graph, "backward");
+  run_backward(spec::kCurrentGraph, chain.end, std::nullopt, grad_output, retain_graph, "backward");
   const auto found = grads_.find(chain.start);
   return found != grads_.end() ? found->second : Matrix{};
 }
@@ -217,22 +298,30 @@ Matrix Context::backward(const std::string& tape, const Matrix& grad_output, boo
   const auto found = tapes_.find(tape);
   if (found == tapes_.end()) throw MisuseError(fmt::format("backward: no graph was saved as '{}' (save_graph first)", tape));
   const Chain chain = tape_chains_.at(found->second);
-  run_backward(found->second, chain.end, grad_output, retain_graph, fmt::format("backward of tape '{}'", tape));
+  run_backward(found->second, chain.end, std::nullopt, grad_output, retain_graph,
+               fmt::format("backward of tape '{}'", tape));
   const auto start = grads_.find(chain.start);
   return start != grads_.end() ? start->second : Matrix{};
 }
 
 void Context::backward(const Tensor& loss, const Matrix& grad_output, bool retain_graph) {
-  run_backward(spec::kCurrentGraph, loss.id, grad_output, retain_graph, "backward");
+  require_operand(loss, "backward: the loss");
+  run_backward(spec::kCurrentGraph, loss.id, loss.value.shape(), grad_output, retain_graph, "backward");
 }
 
 void Context::backward(const std::string& tape, const Tensor& loss, const Matrix& grad_output, bool retain_graph) {
   const auto found = tapes_.find(tape);
   if (found == tapes_.end()) throw MisuseError(fmt::format("backward: no graph was saved as '{}' (save_graph first)", tape));
-  run_backward(found->second, loss.id, grad_output, retain_graph, fmt::format("backward of tape '{}'", tape));
+  const std::string what = fmt::format("backward of tape '{}'", tape);
+  require_operand(loss, what + ": the loss");
+  run_backward(found->second, loss.id, loss.value.shape(), grad_output, retain_graph, what);
 }
 
 Matrix Context::gradient(const Tensor& tensor) const {
+  if (tensor.context != serial()) {
+    throw MisuseError(tensor.context == 0 ? "gradient: the tensor was not made by a context"
+                                          : fmt::format("gradient: tensor #{} belongs to another context", tensor.id));
+  }
   const auto found = grads_.find(tensor.id);
   return found != grads_.end() ? found->second : Matrix{};
 }
@@ -251,35 +340,64 @@ void Context::save_graph(const std::string& tape) {
   new_chain();
 }
 
-void Context::check_leads_to(std::uint16_t tape, TensorId loss, const std::string& what) const {
+void Context::check_graph(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape,
+                          const Matrix& grad_output, const std::string& what) const {
   const auto& graph = tape == spec::kCurrentGraph ? driver_state_->step_graph : driver_state_->tapes[tape];
+  // The shape each tensor was written with, by its node in this graph (leaves are not here).
+  std::unordered_map<TensorId, Shape> written;
+  for (const auto& node : graph.nodes) written[node.payload->output] = node.payload->output_shape;
   std::unordered_map<TensorId, bool> leads{{loss, true}};  // the tensors whose gradient backward computes
-  bool loss_written = false;
   for (std::size_t i = graph.nodes.size(); i-- > 0;) {
     const NodeFunction& node = *graph.nodes[i].payload;
-    loss_written = loss_written || node.output == loss;
     if (leads.count(node.output) == 0) {
       throw MisuseError(fmt::format(
           "{}: recorded node #{} (of {}) does not lead to the loss: torch would not run its backward, which the state "
           "machine would count (every op recorded in the graph must feed the loss)",
           what, i, graph.nodes.size()));
     }
-    for (TensorId input : node.inputs) leads[input] = true;
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      leads[node.inputs[k]] = true;
+      const auto writer = written.find(node.inputs[k]);
+      if (writer != written.end() && writer->second != node.input_shapes[k]) {
+        throw MisuseError(fmt::format("{}: recorded node #{} read tensor #{} as {} x {}, but it was written as {} x {} (a "
+                                      "tensor's value was replaced after it was computed)",
+                                      what, i, node.inputs[k], node.input_shapes[k].rows, node.input_shapes[k].cols,
+                                      writer->second.rows, writer->second.cols));
+      }
+    }
+    node.require_ready(what);
   }
-  if (!graph.nodes.empty() && !loss_written) {
+  const auto loss_writer = written.find(loss);
+  if (!graph.nodes.empty() && loss_writer == written.end()) {
     throw MisuseError(fmt::format("{}: the loss is not written by the graph it backpropagates", what));
+  }
+  // The gradient's shape is the loss's as its node wrote it, else the Tensor's (a leaf; a pass
+  // over nothing passes any gradient through).
+  std::optional<Shape> expected = loss_shape;
+  if (loss_writer != written.end()) {
+    if (loss_shape && *loss_shape != loss_writer->second) {
+      throw MisuseError(fmt::format("{}: the loss is {} x {}, but it was written as {} x {} (its value was replaced)", what,
+                                    loss_shape->rows, loss_shape->cols, loss_writer->second.rows,
+                                    loss_writer->second.cols));
+    }
+    expected = loss_writer->second;
+  }
+  if (expected && grad_output.shape() != *expected) {
+    throw MisuseError(fmt::format("{}: grad_output is {} x {}, the loss {} x {} (a gradient has its tensor's shape)", what,
+                                  grad_output.rows, grad_output.cols, expected->rows, expected->cols));
   }
 }
 
-void Context::run_backward(std::uint16_t tape, TensorId loss, const Matrix& grad_output, bool retain_graph,
-                           const std::string& what) {
+void Context::run_backward(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape,
+                           const Matrix& grad_output, bool retain_graph, const std::string& what) {
   if (checkpoints_open_ > 0 || driver_->recompute_depth() > 0) {
     throw MisuseError(fmt::format("{}: inside a checkpoint's function (its recompute would run the backward again)", what));
   }
-  require_finite(grad_output, fmt::format("{}: grad_output", what));
-  check_leads_to(tape, loss, what);
+  require_program_value(grad_output, fmt::format("{}: grad_output", what));
+  check_graph(tape, loss, loss_shape, grad_output, what);
+  Matrix seed = backend_->to_backend(grad_output);
   grads_.clear();
-  grads_[loss] = backend_->to_backend(grad_output);
+  grads_[loss] = std::move(seed);
   // Without retain the pass frees the current graph (also when it raises): the next forward
   // records a new one, on a new chain.
   const bool frees_current = !retain_graph && tape == spec::kCurrentGraph;
@@ -331,6 +449,7 @@ StepCounts Context::end_step() {
   completes(driver_->end_step());  // what was recorded and never backpropagated
   driver_->forget_unreachable();
   new_chain();
+  ++steps_ended_;
   const StepCounts done = counts_;
   counts_ = StepCounts{};
   return done;

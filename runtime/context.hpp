@@ -32,6 +32,7 @@
 #include "driver/done.hpp"
 #include "kernels/scaling_meta.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/context_ref.hpp"
 #include "runtime/node_function.hpp"
 #include "runtime/recipe.hpp"
 #include "runtime/tensor.hpp"
@@ -97,6 +98,7 @@ struct CheckpointBody {
   GraphFunction function;
   std::vector<Tensor> inputs;
   TensorId output = 0;
+  Shape output_shape;  // what the forward returned: a reentrant recompute must return the same
 };
 
 // The runtime as the driver's host: a node keeps its function, a checkpoint's body is shared
@@ -129,21 +131,26 @@ class Context : private statemachine::Hooks {
 
   // A leaf of the graph: a value the program feeds in (its gradient is kept: gradient()). On a
   // device backend it is uploaded here, once (a counted copy); so is backward's grad_output.
+  // std::invalid_argument for a matrix with no values, one whose rows and cols do not match
+  // its values, or a NaN or infinity; MisuseError for a matrix on another backend's device.
   Tensor input(Matrix value);
 
   // One backward pass over the graph recorded so far, from `loss` with gradient grad_output
   // (its shape). Every recorded node must lead to `loss` (torch would not run the backward of
-  // one that does not, which the table would count): MisuseError otherwise, before any event.
-  // Without retain_graph the graph is freed: the next forward records a new one. Throws
-  // MisuseError while a checkpoint's function is running.
+  // one that does not, which the table would count), and every tensor a node read must still
+  // be the shape its writer recorded: MisuseError otherwise, before any event, as for a
+  // grad_output of another shape than the loss (std::invalid_argument for a bad value). Without
+  // retain_graph the graph is freed: the next forward records a new one. Throws MisuseError while
+  // a checkpoint's function is running, and for a loss of another context.
   void backward(const Tensor& loss, const Matrix& grad_output, bool retain_graph = false);
   void backward(const std::string& tape, const Tensor& loss, const Matrix& grad_output, bool retain_graph = false);
   // The gradient the last backward pass summed at `tensor` (a leaf: an input), or an empty
   // matrix if none reached it. The gradients of a node's output are freed once the node ran.
+  // MisuseError for a tensor of another context (its id would name another tensor here).
   Matrix gradient(const Tensor& tensor) const;
 
-  // One backward pass over the chain, from the gradient of its last output. Returns the
-  // gradient of its first input. Without retain_graph the graph is freed: the next forward
+  // One backward pass over the chain, from the gradient of its last output (its shape). Returns
+  // the gradient of its first input. Without retain_graph the graph is freed: the next forward
   // records a new one, and a backward before that is an empty pass (it returns grad_output).
   // Throws MisuseError while a checkpoint's function is running.
   Matrix backward(const Matrix& grad_output, bool retain_graph = false);
@@ -162,11 +169,25 @@ class Context : private statemachine::Hooks {
 
   // Where the tape is now. A program that catches an exception thrown by its own forward hands
   // the mark taken before it to discard_since: what was recorded since is never
-  // backpropagated (torch would never reach it), and checkpoints it held are released.
-  struct TapeMark {
-    std::uint32_t generation;
-    std::size_t size;
-    TensorId chain_end;  // the chain's end then
+  // backpropagated (torch would never reach it), and checkpoints it held are released. A mark
+  // taken in this step before the graph being recorded began (a backward without retain or a
+  // save_graph since) discards all of that graph: all of it was recorded since. Only mark()
+  // makes a mark, and discard_since refuses (MisuseError, nothing discarded) a default mark, one
+  // of another context, one of an earlier step, one taken on a graph that began after the one
+  // being recorded (inside a recompute, used outside it), and one past nodes already discarded.
+  // A mark may be used again (a retry after a second failure) while it is valid.
+  class TapeMark {
+   public:
+    TapeMark() = default;
+
+   private:
+    friend class Context;
+    ContextSerial context = 0;
+    std::uint64_t step = 0;
+    std::uint32_t generation = 0;
+    std::size_t size = 0;
+    std::uint32_t last_node = 0;  // the driver's id of the node before the mark (size > 0)
+    TensorId chain_end = 0;       // the chain's end then
   };
   TapeMark mark() const;
   void discard_since(const TapeMark& mark);
@@ -193,6 +214,8 @@ class Context : private statemachine::Hooks {
 
   const Recipe& recipe() const { return recipe_; }
   Backend& backend() { return *backend_; }
+  // This context's serial number (Tensor::context).
+  ContextSerial serial() const { return *life_; }
   // Module m's meta, copied to the host (a download on a device backend: not inside a step's
   // hot path). Its name alone: module_name.
   ModuleMeta meta(spec::ModuleId m) const;
@@ -204,6 +227,7 @@ class Context : private statemachine::Hooks {
  private:
   using Driver = driver::Driver<RuntimeTraits>;
   friend Driver;
+  friend class ContextRef;
   friend class Linear;
   friend class Autocast;
   friend class NoGrad;
@@ -216,14 +240,23 @@ class Context : private statemachine::Hooks {
   struct OpenScope {
     ScopeKind kind;
     std::size_t id;
+    bool abandoned = false;  // its object was destroyed while a scope inside it was open
   };
+
+  // What every op requires of a tensor it reads, before it computes or fires anything (the one
+  // rule of runtime/README.md, "Errors"): made by this context (MisuseError), well-formed with
+  // values (std::invalid_argument), finite where its values are on the host (std::invalid_argument).
+  void require_operand(const Tensor& tensor, const std::string& what) const;
+  // A value the program hands in (input, the chain's input, a gradient seed): checked
+  // (require_program_value), then where the backend computes.
+  Matrix admit(Matrix value, const std::string& what) const;
 
   // Modules.
   spec::ModuleId add_module(const std::string& name);
   // A module forward (spec §3.2) reading `inputs`: prepare, the casts (`compute(fp8)` returns
   // the output and the node's function), the claim with the node's recording, end_forward.
   using ModuleCompute = std::function<std::pair<Matrix, std::shared_ptr<NodeFunction>>(bool fp8)>;
-  Tensor run_module(spec::ModuleId m, std::vector<TensorId> inputs, const ModuleCompute& compute);
+  Tensor run_module(spec::ModuleId m, const std::vector<const Tensor*>& inputs, const ModuleCompute& compute);
   // The live meta of module m, where the backend keeps it (the FP8 casts point into it).
   struct ModuleState {
     std::string name;
@@ -234,13 +267,16 @@ class Context : private statemachine::Hooks {
   ModuleState& state(spec::ModuleId m) { return modules_.at(m); }
   // An op without table events of its own (an activation, a sum, a norm), its node recorded
   // if grad is on: its output tensor.
-  Tensor record_function(Matrix output, std::vector<TensorId> inputs, std::shared_ptr<NodeFunction> function);
+  Tensor record_function(Matrix output, const std::vector<const Tensor*>& inputs, std::shared_ptr<NodeFunction> function);
+  // What a node read and wrote (its ids and shapes), set where it is recorded.
+  static void connect(NodeFunction& node, const std::vector<const Tensor*>& inputs, const Matrix& output, TensorId id);
 
   // The chain (above): the tensor a Matrix op reads, and its end moved to what it wrote if it
   // recorded a node.
-  Tensor chain_input(const Matrix& x) const { return Tensor{backend_->to_backend(x), chain_.end}; }
+  Tensor chain_input(const Matrix& x, const std::string& what) const { return tensor(admit(x, what), chain_.end); }
   Matrix chain_output(Tensor output);
   TensorId new_tensor() { return ++last_tensor_; }
+  Tensor tensor(Matrix value, TensorId id) const { return Tensor{std::move(value), id, serial()}; }
   void new_chain();
 
   // Scopes: the order the program opens and leaves them in (no events).
@@ -248,16 +284,35 @@ class Context : private statemachine::Hooks {
   void close_scope(ScopeKind kind, std::size_t id);  // checks order, pops
   static const char* scope_name(ScopeKind kind);
   void enter_autocast(bool enabled);
-  void exit_autocast();
   void grad_push(bool enabled);
-  void grad_pop();
+  // The exit of an Autocast or NoGrad scope just closed, then those of the abandoned scopes it
+  // uncovers, innermost first; what the last one raised goes on (Python's `with`).
+  void exit_scope(ScopeKind kind);
+  // A scope object is being destroyed without close(): true when it is the innermost open scope
+  // and its destructor leaves it as close() does. Otherwise false, and the context has taken
+  // care of it: a scope that is no longer open (left for it, below) needs nothing; one with a
+  // scope inside it still open (scopes on the heap, destroyed out of order) is abandoned, and
+  // left as soon as the scopes inside it are.
+  bool destroyed_scope_is_innermost(std::size_t id);
+  // Leaves every scope beyond the first `depth` open ones, innermost first (a checkpoint's
+  // function returned, or threw, with a scope it opened still open). Returns what it left, for
+  // the message ("" if nothing was).
+  std::string leave_scopes_beyond(std::size_t depth);
   Tensor run_checkpoint(CheckpointMode mode, const GraphFunction& function, const std::vector<Tensor>& inputs);
+  // A checkpoint's function, in its forward or its recompute, with `scope_depth` scopes open at
+  // its call: what it returned (a tensor of this context), and no scope it opened left open.
+  Tensor run_function(const GraphFunction& function, const std::vector<Tensor>& inputs, std::size_t scope_depth);
 
   // A pass over `tape` from tensor `loss`; the gradients it leaves stay in grads_.
-  void run_backward(std::uint16_t tape, TensorId loss, const Matrix& grad_output, bool retain_graph,
-                    const std::string& what);
-  // MisuseError unless every node of `tape` leads to `loss`.
-  void check_leads_to(std::uint16_t tape, TensorId loss, const std::string& what) const;
+  void run_backward(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape, const Matrix& grad_output,
+                    bool retain_graph, const std::string& what);
+  // MisuseError unless every node of `tape` leads to `loss`, every tensor a node read is the
+  // shape its writer recorded, `grad_output` is the loss's shape, and every node can run its
+  // backward (NodeFunction::require_ready): the checks before a pass fires anything.
+  // `loss_shape`: the loss's, when the caller has it (a Tensor); else its writer's.
+  void check_graph(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape, const Matrix& grad_output,
+                   const std::string& what) const;
+  Tensor require_loss(const Tensor& loss, const std::string& what) const;
   void add_gradient(TensorId tensor, Matrix gradient);
   void node_backward(NodeFunction& node);
 
@@ -289,6 +344,8 @@ class Context : private statemachine::Hooks {
   void claimed(spec::ModuleId m, bool owner) override;
   void update(bool backward);
 
+  // The token whose weak copies modules and scopes hold (ContextRef), holding the serial.
+  std::shared_ptr<const ContextSerial> life_;
   Recipe recipe_;
   std::unique_ptr<Backend> backend_;
   AmaxReductionGroup* group_;
@@ -323,6 +380,7 @@ class Context : private statemachine::Hooks {
   TensorId recorded_output_ = 0;
   std::unordered_map<TensorId, Matrix> grads_;  // a backward pass's gradients, per tensor
   StepCounts counts_;
+  std::uint64_t steps_ended_ = 0;  // which step this is, for TapeMark
   std::vector<FiredEvent>* event_log_ = nullptr;
   std::vector<std::uint16_t> rows_taken_;  // by the event being fired, while logging
 };

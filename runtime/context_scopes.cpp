@@ -3,8 +3,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <stdexcept>
+#include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -46,9 +47,53 @@ void Context::close_scope(ScopeKind kind, std::size_t id) {
 }
 
 void Context::enter_autocast(bool enabled) { completes(driver_->autocast_enter(enabled)); }
-void Context::exit_autocast() { completes(driver_->autocast_exit()); }
 void Context::grad_push(bool enabled) { completes(driver_->grad_push(enabled)); }
-void Context::grad_pop() { completes(driver_->grad_pop()); }
+
+void Context::exit_scope(ScopeKind kind) {
+  std::exception_ptr raised;
+  const auto fire_exit = [&](ScopeKind k) {
+    try {
+      completes(k == ScopeKind::Autocast ? driver_->autocast_exit() : driver_->grad_pop());
+    } catch (...) {
+      raised = std::current_exception();  // an outer exit's exception replaces an inner one's
+    }
+  };
+  fire_exit(kind);
+  while (!scopes_.empty() && scopes_.back().abandoned) {
+    const ScopeKind outer = scopes_.back().kind;
+    scopes_.pop_back();
+    fire_exit(outer);
+  }
+  if (raised) std::rethrow_exception(raised);
+}
+
+bool Context::destroyed_scope_is_innermost(std::size_t id) {
+  const auto it = std::find_if(scopes_.begin(), scopes_.end(), [&](const OpenScope& s) { return s.id == id; });
+  if (it == scopes_.end()) return false;
+  if (it + 1 == scopes_.end()) return true;
+  it->abandoned = true;
+  return false;
+}
+
+std::string Context::leave_scopes_beyond(std::size_t depth) {
+  std::string left;
+  std::exception_ptr raised;
+  while (scopes_.size() > depth) {
+    const OpenScope innermost = scopes_.back();
+    if (left.empty()) left = fmt::format("the {} scope #{}", scope_name(innermost.kind), innermost.id);
+    if (innermost.kind == ScopeKind::Checkpoint) {
+      throw std::logic_error("a checkpoint scope outlived its checkpoint() call");  // checkpoint() always closes it
+    }
+    scopes_.pop_back();
+    try {
+      exit_scope(innermost.kind);
+    } catch (...) {
+      raised = std::current_exception();
+    }
+  }
+  if (raised) std::rethrow_exception(raised);
+  return left;
+}
 
 // A reentrant checkpoint's node keeps no tensor of its own (its body keeps the inputs): under a
 // non-reentrant frame its twin is only checked to be a checkpoint too.
@@ -67,31 +112,53 @@ class CheckpointNode final : public NodeFunction {
 // checkpoint's node reads the inputs and writes a tensor of its own, which the function's
 // recompute at backward takes the gradient of; a non-reentrant checkpoint's nodes are the
 // function's own, so its output is the function's.
-Tensor Context::run_checkpoint(CheckpointMode mode, const GraphFunction& function, const std::vector<Tensor>& inputs) {
-  const bool reentrant = mode == CheckpointMode::Reentrant;
-  const bool grad_at_call = machine_->grad_enabled();
-  driver::CheckpointCall<statemachine::GrowableStorage> call;
-  completes(driver_->checkpoint_begin(reentrant, call));
-  if (call.plain) return function(inputs);  // spec §3.5 "Dispatch": no checkpoint at all
-  const TensorId node_output = reentrant ? new_tensor() : 0;
-  auto body = std::make_shared<const CheckpointBody>(CheckpointBody{function, inputs, node_output});
+Tensor Context::run_function(const GraphFunction& function, const std::vector<Tensor>& inputs, std::size_t scope_depth) {
   Tensor output;
   try {
     output = function(inputs);
   } catch (...) {
+    leave_scopes_beyond(scope_depth);  // an exit that raises replaces the function's exception
+    throw;
+  }
+  const std::string left = leave_scopes_beyond(scope_depth);
+  if (!left.empty()) {
+    throw MisuseError(fmt::format("checkpoint: the function returned with {} it opened still open (left for it now: a "
+                                  "scope opened in a checkpoint's function closes before it returns)",
+                                  left));
+  }
+  require_operand(output, "checkpoint: the function's output");
+  return output;
+}
+
+Tensor Context::run_checkpoint(CheckpointMode mode, const GraphFunction& function, const std::vector<Tensor>& inputs) {
+  const std::size_t scope_depth = scopes_.size();  // the checkpoint's own scope is the innermost
+  for (const Tensor& input : inputs) require_operand(input, "checkpoint: an input");
+  const bool reentrant = mode == CheckpointMode::Reentrant;
+  const bool grad_at_call = machine_->grad_enabled();
+  driver::CheckpointCall<statemachine::GrowableStorage> call;
+  completes(driver_->checkpoint_begin(reentrant, call));
+  if (call.plain) return run_function(function, inputs, scope_depth);  // spec §3.5 "Dispatch": no checkpoint at all
+  const TensorId node_output = reentrant ? new_tensor() : 0;
+  Tensor output;
+  try {
+    output = run_function(function, inputs, scope_depth);
+  } catch (...) {
+    auto body = std::make_shared<const CheckpointBody>(CheckpointBody{function, inputs, node_output, Shape{}});
     completes(driver_->checkpoint_end(call, true, std::move(body), nullptr));
     throw;
   }
+  auto body = std::make_shared<const CheckpointBody>(CheckpointBody{function, inputs, node_output, output.value.shape()});
   if (!reentrant) {
     completes(driver_->checkpoint_end(call, false, std::move(body), nullptr));
     return output;
   }
   auto node = std::make_shared<CheckpointNode>();
-  for (const Tensor& input : inputs) node->inputs.push_back(input.id);
-  node->output = node_output;
+  std::vector<const Tensor*> read;
+  for (const Tensor& input : inputs) read.push_back(&input);
+  connect(*node, read, output.value, node_output);
   completes(driver_->checkpoint_end(call, false, std::move(body), std::move(node)));
   if (grad_at_call) recorded_output_ = node_output;  // the driver recorded the node
-  return Tensor{std::move(output.value), node_output};
+  return tensor(std::move(output.value), node_output);
 }
 
 void Context::recompute_uncaptured() { completes(driver_->recompute_uncaptured()); }

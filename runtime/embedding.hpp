@@ -4,31 +4,42 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "runtime/context.hpp"
+#include "runtime/context_ref.hpp"
 
 namespace fp8sm::runtime {
 
 class Embedding {
  public:
-  // Entries normal with deviation `scale`, from `seed`.
+  // Entries normal with deviation `scale`, from `seed`. std::invalid_argument for a dimension of
+  // 0 or a table too large to address.
   Embedding(Context& context, std::string name, std::size_t vocabulary, std::size_t width, std::uint64_t seed = 0,
             float scale = 1.0f);
+  Embedding(const Embedding&) = delete;
+  Embedding& operator=(const Embedding&) = delete;
 
-  // tokens.size() x width. Throws std::invalid_argument for a token outside the vocabulary.
+  // tokens.size() x width. Throws std::invalid_argument for no tokens or a token outside the
+  // vocabulary, MisuseError once the context is destroyed.
   Tensor forward(const std::vector<int>& tokens);
 
-  const std::string& name() const { return name_; }
-  Matrix& table() { return table_; }  // vocabulary x width
-  Matrix& table_grad() { return table_grad_; }
+  const std::string& name() const { return parameters_->name; }
+  Matrix& table() { return parameters_->table; }  // vocabulary x width
+  Matrix& table_grad() { return parameters_->table_grad; }
+
+  // What the module's recorded nodes share with it.
+  struct Parameters {
+    std::string name;
+    Shape shape;  // vocabulary x width
+    Matrix table, table_grad;
+  };
 
  private:
-  friend class EmbeddingNode;
-  Context& context_;
-  std::string name_;
-  Matrix table_, table_grad_;
+  ContextRef context_;
+  std::shared_ptr<Parameters> parameters_;
 };
 
 }  // namespace fp8sm::runtime

@@ -5,13 +5,20 @@
 
 namespace fp8sm::runtime {
 
-Matrix initial_linear_weight(std::size_t out_features, std::size_t in_features, std::uint64_t seed) {
+Matrix initial_linear_weight(std::size_t out_features, std::size_t in_features, std::uint64_t seed,
+                             const std::string& module) {
+  value_count(out_features, in_features, module + ": weight");
   Matrix weight(out_features, in_features);
   std::mt19937_64 random(seed);
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
   std::uniform_real_distribution<float> uniform(-bound, bound);
   for (float& w : weight.values) w = uniform(random);
   return weight;
+}
+
+void require_linear_weight(const Matrix& weight, Shape shape, const std::string& what) {
+  require_shape(weight, shape, what);
+  require_finite(weight, what);
 }
 
 Matrix linear_forward(Backend& backend, const Recipe& recipe, MetaTensors& forward, const Matrix& x,

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "runtime/backend.hpp"
 #include "runtime/context.hpp"
@@ -29,7 +30,11 @@ struct LinearSaved {
 };
 
 // A Linear's initial weight, out x in on the host: uniform in ±1/sqrt(in) from `seed`.
-Matrix initial_linear_weight(std::size_t out_features, std::size_t in_features, std::uint64_t seed);
+// std::invalid_argument naming `module` when out x in values cannot be addressed.
+Matrix initial_linear_weight(std::size_t out_features, std::size_t in_features, std::uint64_t seed,
+                             const std::string& module);
+// The weight as a forward reads it: `shape` (the program may have replaced it) and finite.
+void require_linear_weight(const Matrix& weight, Shape shape, const std::string& what);
 
 // y = x Wᵀ with the module's forward meta (`forward`: slots input 0, weight 1); `saved` gets
 // what the backward needs.

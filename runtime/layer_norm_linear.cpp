@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "runtime/fp8_linear.hpp"
-#include "runtime/layer_norm.hpp"
 #include "runtime/op_recording.hpp"
 
 namespace fp8sm::runtime {
@@ -13,18 +12,18 @@ namespace fp8sm::runtime {
 // What TE's LayerNormLinear saves: the normalisation's input and statistics, and its Linear's.
 class LayerNormLinearNode final : public NodeFunction {
  public:
-  explicit LayerNormLinearNode(LayerNormLinear& module) : module_(module) {}
+  LayerNormLinearNode(Context& context, std::shared_ptr<LayerNormLinear::Parameters> parameters)
+      : context_(context), parameters_(std::move(parameters)) {}
 
   std::vector<Matrix> backward(const Matrix& grad_output) override {
+    LayerNormLinear::Parameters& p = *parameters_;
     if (!linear.present()) {
-      throw std::logic_error(fmt::format(
-          "LayerNormLinear {}: backward without saved tensors (its checkpoint was not recomputed)", module_.name()));
+      throw std::logic_error(
+          fmt::format("LayerNormLinear {}: backward without saved tensors (its checkpoint was not recomputed)", p.name));
     }
-    Context& context = module_.context_;
-    const Matrix dnorm = linear_backward(context.backend(), context.recipe(), Ops::backward_meta(context, module_.id_),
-                                         linear, grad_output, module_.weight_grad_);
-    return {layer_norm_backward(context.backend(), norm, dnorm, module_.gamma_, module_.gamma_grad_,
-                                module_.beta_grad_)};
+    const Matrix dnorm = linear_backward(context_.backend(), context_.recipe(), Ops::backward_meta(context_, p.id), linear,
+                                         grad_output, p.weight_grad);
+    return {layer_norm_backward(context_.backend(), norm, dnorm, p.norm)};
   }
   void drop_saved() override {
     linear.clear();
@@ -37,49 +36,59 @@ class LayerNormLinearNode final : public NodeFunction {
   }
   bool is_twin(const NodeFunction& twin) const override {
     const auto* other = dynamic_cast<const LayerNormLinearNode*>(&twin);
-    return other != nullptr && &other->module_ == &module_;
+    return other != nullptr && other->parameters_ == parameters_;
+  }
+  void require_ready(const std::string& what) const override {
+    const std::string module = fmt::format("{}: LayerNormLinear {}", what, parameters_->name);
+    require_shape(parameters_->weight_grad, parameters_->shape, module + ": weight gradient");
+    parameters_->norm.require_backward(module);
   }
 
   LinearSaved linear;
   NormSaved norm;
 
  private:
-  LayerNormLinear& module_;
+  Context& context_;  // the node lives in the context's graph
+  std::shared_ptr<LayerNormLinear::Parameters> parameters_;
 };
+
+namespace {
+std::shared_ptr<LayerNormLinear::Parameters> make_parameters(Backend& backend, const std::string& name, std::size_t in,
+                                                             std::size_t out, std::uint64_t seed, float eps) {
+  const std::string module = "LayerNormLinear " + name;
+  if (in == 0 || out == 0) throw std::invalid_argument(fmt::format("{}: a dimension is 0", module));
+  NormParameters norm(backend, in, eps, module);
+  // The parameters and their gradients where the backend computes.
+  Matrix weight = backend.to_backend(initial_linear_weight(out, in, seed, module));
+  Matrix weight_grad = backend.zeros(out, in);
+  return std::make_shared<LayerNormLinear::Parameters>(LayerNormLinear::Parameters{
+      name, 0, Shape{out, in}, std::move(weight), std::move(weight_grad), std::move(norm)});
+}
+}  // namespace
 
 LayerNormLinear::LayerNormLinear(Context& context, const std::string& name, std::size_t in_features,
                                  std::size_t out_features, std::uint64_t seed, float eps)
-    : context_(context),
-      id_(Ops::add_module(context, name)),
-      eps_(eps),
-      weight_(out_features, in_features),
-      weight_grad_(out_features, in_features),
-      gamma_(1, in_features, 1.0f),
-      beta_(1, in_features, 0.0f),
-      gamma_grad_(1, in_features),
-      beta_grad_(1, in_features) {
-  if (in_features == 0 || out_features == 0) {
-    throw std::invalid_argument(fmt::format("LayerNormLinear {}: a dimension is 0", name));
-  }
-  if (!(eps > 0.0f)) throw std::invalid_argument(fmt::format("LayerNormLinear {}: eps must be positive", name));
-  // The parameters and their gradients where the backend computes.
-  weight_ = Ops::to_backend(context, initial_linear_weight(out_features, in_features, seed));
-  weight_grad_ = context.backend().zeros(out_features, in_features);
-  for (Matrix* m : {&gamma_, &beta_, &gamma_grad_, &beta_grad_}) *m = Ops::to_backend(context, std::move(*m));
+    : context_(context), parameters_(make_parameters(context.backend(), name, in_features, out_features, seed, eps)) {
+  parameters_->id = Ops::add_module(context, name);  // last: nothing joins the context if the above threw
 }
 
+ModuleMeta LayerNormLinear::meta() const { return static_cast<const Context&>(context()).meta(parameters_->id); }
+
 Tensor LayerNormLinear::forward(const Tensor& x) {
-  if (x.value.cols != weight_.cols) {
-    throw std::invalid_argument(
-        fmt::format("LayerNormLinear {}: input has {} features, expected {}", name(), x.value.cols, weight_.cols));
+  Context& c = context();
+  const Parameters& p = *parameters_;
+  const std::string what = "LayerNormLinear " + p.name;
+  Ops::require_operand(c, x, what + ": input");
+  if (x.value.cols != p.shape.cols) {
+    throw std::invalid_argument(fmt::format("{}: input has {} features, expected {}", what, x.value.cols, p.shape.cols));
   }
-  require_finite(x.value, fmt::format("LayerNormLinear {}: input", name()));
-  require_finite(weight_, fmt::format("LayerNormLinear {}: weight", name()));
-  return Ops::run_module(context_, id_, {x.id}, [&](bool fp8) {
-    auto node = std::make_shared<LayerNormLinearNode>(*this);
-    const Matrix normalised = layer_norm(context_.backend(), x.value, gamma_, beta_, eps_, node->norm);
-    Matrix y = linear_forward(context_.backend(), context_.recipe(), Ops::forward_meta(context_, id_), normalised,
-                              weight_, fp8, node->linear);
+  require_linear_weight(p.weight, p.shape, what + ": weight");
+  p.norm.require_forward(what);
+  return Ops::run_module(c, p.id, {&x}, [&](bool fp8) {
+    auto node = std::make_shared<LayerNormLinearNode>(c, parameters_);
+    const Matrix normalised = layer_norm(c.backend(), x.value, p.norm, node->norm);
+    Matrix y = linear_forward(c.backend(), c.recipe(), Ops::forward_meta(c, p.id), normalised, p.weight, fp8,
+                              node->linear);
     return std::make_pair(std::move(y), std::shared_ptr<NodeFunction>(node));
   });
 }

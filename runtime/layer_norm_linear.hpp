@@ -8,38 +8,54 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "runtime/context.hpp"
+#include "runtime/context_ref.hpp"
+#include "runtime/layer_norm.hpp"
 
 namespace fp8sm::runtime {
 
 class LayerNormLinear {
  public:
   // Weights uniform in ±1/sqrt(in_features) from `seed`; gamma ones, beta zeros.
+  // std::invalid_argument for a dimension of 0, sizes too large to address or eps <= 0; nothing
+  // is added to the context when the constructor throws.
   LayerNormLinear(Context& context, const std::string& name, std::size_t in_features, std::size_t out_features,
                   std::uint64_t seed = 0, float eps = 1e-5f);
+  LayerNormLinear(const LayerNormLinear&) = delete;
+  LayerNormLinear& operator=(const LayerNormLinear&) = delete;
 
-  // x: rows x in_features. Throws std::invalid_argument for a wrong shape or a NaN/infinity.
+  // x: rows x in_features. Throws std::invalid_argument for a wrong shape or a NaN/infinity,
+  // MisuseError for a tensor of another context or once the context is destroyed.
   Tensor forward(const Tensor& x);
 
-  spec::ModuleId id() const { return id_; }
-  const std::string& name() const { return static_cast<const Context&>(context_).module_name(id_); }
-  Matrix& weight() { return weight_; }
-  Matrix& weight_grad() { return weight_grad_; }
-  Matrix& gamma() { return gamma_; }
-  Matrix& beta() { return beta_; }
-  Matrix& gamma_grad() { return gamma_grad_; }
-  Matrix& beta_grad() { return beta_grad_; }
+  spec::ModuleId id() const { return parameters_->id; }
+  const std::string& name() const { return parameters_->name; }
+  Matrix& weight() { return parameters_->weight; }
+  Matrix& weight_grad() { return parameters_->weight_grad; }
+  Matrix& gamma() { return parameters_->norm.gamma; }
+  Matrix& beta() { return parameters_->norm.beta; }
+  Matrix& gamma_grad() { return parameters_->norm.gamma_grad; }
+  Matrix& beta_grad() { return parameters_->norm.beta_grad; }
   // A host copy of the module's meta (Context::meta).
-  ModuleMeta meta() const { return static_cast<const Context&>(context_).meta(id_); }
+  ModuleMeta meta() const;
+
+  // What the module's recorded nodes share with it.
+  struct Parameters {
+    std::string name;
+    spec::ModuleId id = 0;
+    Shape shape;  // out_features x in_features
+    Matrix weight, weight_grad;
+    NormParameters norm;
+  };
 
  private:
-  friend class LayerNormLinearNode;
-  Context& context_;
-  spec::ModuleId id_;
-  float eps_;
-  Matrix weight_, weight_grad_, gamma_, beta_, gamma_grad_, beta_grad_;
+  Context& context() const { return context_.get("LayerNormLinear", parameters_->name); }
+
+  ContextRef context_;
+  std::shared_ptr<Parameters> parameters_;
 };
 
 }  // namespace fp8sm::runtime

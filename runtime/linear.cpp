@@ -9,19 +9,19 @@
 namespace fp8sm::runtime {
 
 // A Linear's node: what its forward saved (fp8_linear.hpp); it reads the input, and the
-// weight's gradient goes to the module.
+// weight's gradient goes to the module's parameters, which it shares.
 class LinearNode final : public NodeFunction {
  public:
-  explicit LinearNode(Linear& module) : module_(module) {}
+  LinearNode(Context& context, std::shared_ptr<Linear::Parameters> parameters)
+      : context_(context), parameters_(std::move(parameters)) {}
 
   std::vector<Matrix> backward(const Matrix& grad_output) override {
     if (!saved.present()) {
       throw std::logic_error(
-          fmt::format("Linear {}: backward without saved tensors (its checkpoint was not recomputed)", module_.name()));
+          fmt::format("Linear {}: backward without saved tensors (its checkpoint was not recomputed)", parameters_->name));
     }
-    Context& context = module_.context_;
-    return {linear_backward(context.backend(), context.recipe(), context.state(module_.id_).backward, saved,
-                            grad_output, module_.weight_grad_)};
+    return {linear_backward(context_.backend(), context_.recipe(), context_.state(parameters_->id).backward, saved,
+                            grad_output, parameters_->weight_grad)};
   }
 
   void drop_saved() override { saved.clear(); }
@@ -32,43 +32,55 @@ class LinearNode final : public NodeFunction {
 
   bool is_twin(const NodeFunction& twin) const override {
     const auto* other = dynamic_cast<const LinearNode*>(&twin);
-    return other != nullptr && &other->module_ == &module_;
+    return other != nullptr && other->parameters_ == parameters_;
+  }
+
+  void require_ready(const std::string& what) const override {
+    require_shape(parameters_->weight_grad, parameters_->shape,
+                  fmt::format("{}: Linear {}'s weight gradient", what, parameters_->name));
   }
 
   LinearSaved saved;
 
  private:
-  Linear& module_;
+  Context& context_;  // the node lives in the context's graph
+  std::shared_ptr<Linear::Parameters> parameters_;
 };
 
 Linear::Linear(Context& context, const std::string& name, std::size_t in_features, std::size_t out_features,
                std::uint64_t seed)
-    : context_(context),
-      id_(context.add_module(name)),
-      weight_(out_features, in_features),
-      weight_grad_(out_features, in_features) {
+    : context_(context), parameters_(std::make_shared<Parameters>()) {
   if (in_features == 0 || out_features == 0) throw std::invalid_argument(fmt::format("Linear {}: a dimension is 0", name));
+  Parameters& p = *parameters_;
+  p.name = name;
+  p.shape = {out_features, in_features};
   // The weight and its gradient live where the backend computes (device memory on a device
-  // backend: uploaded once, here).
-  weight_ = context.backend().to_backend(initial_linear_weight(out_features, in_features, seed));
-  weight_grad_ = context.backend().zeros(out_features, in_features);
+  // backend: uploaded once, here). The module joins the context last, once nothing can fail.
+  p.weight = context.backend().to_backend(initial_linear_weight(out_features, in_features, seed, "Linear " + name));
+  p.weight_grad = context.backend().zeros(out_features, in_features);
+  p.id = context.add_module(name);
 }
 
+ModuleMeta Linear::meta() const { return context().meta(parameters_->id); }
+
 Tensor Linear::forward(const Tensor& x) {
-  if (x.value.cols != weight_.cols) {
-    throw std::invalid_argument(
-        fmt::format("Linear {}: input has {} features, expected {}", name(), x.value.cols, weight_.cols));
+  Context& c = context();
+  const Parameters& p = *parameters_;
+  c.require_operand(x, fmt::format("Linear {}: input", p.name));
+  if (x.value.cols != p.shape.cols) {
+    throw std::invalid_argument(fmt::format("Linear {}: input has {} features, expected {}", p.name, x.value.cols, p.shape.cols));
   }
-  require_finite(x.value, fmt::format("Linear {}: input", name()));
-  require_finite(weight_, fmt::format("Linear {}: weight", name()));
-  return context_.run_module(id_, {x.id}, [&](bool fp8) {
-    auto node = std::make_shared<LinearNode>(*this);
-    Matrix y =
-        linear_forward(context_.backend(), context_.recipe(), context_.state(id_).forward, x.value, weight_, fp8, node->saved);
+  require_linear_weight(p.weight, p.shape, fmt::format("Linear {}: weight", p.name));
+  return c.run_module(p.id, {&x}, [&](bool fp8) {
+    auto node = std::make_shared<LinearNode>(c, parameters_);
+    Matrix y = linear_forward(c.backend(), c.recipe(), c.state(p.id).forward, x.value, p.weight, fp8, node->saved);
     return std::make_pair(std::move(y), std::shared_ptr<NodeFunction>(node));
   });
 }
 
-Matrix Linear::forward(const Matrix& x) { return context_.chain_output(forward(context_.chain_input(x))); }
+Matrix Linear::forward(const Matrix& x) {
+  Context& c = context();
+  return c.chain_output(forward(c.chain_input(x, fmt::format("Linear {}: input", parameters_->name))));
+}
 
 }  // namespace fp8sm::runtime

@@ -5,38 +5,54 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "runtime/context.hpp"
+#include "runtime/context_ref.hpp"
 
 namespace fp8sm::runtime {
 
 class Linear {
  public:
-  // Weights uniform in ±1/sqrt(in_features), from `seed` (deterministic).
+  // Weights uniform in ±1/sqrt(in_features), from `seed` (deterministic). std::invalid_argument
+  // for a dimension of 0 or a weight too large to address; nothing is added to the context
+  // when the constructor throws.
   Linear(Context& context, const std::string& name, std::size_t in_features, std::size_t out_features,
          std::uint64_t seed = 0);
+  // A module is one object: its recorded nodes and its context's meta are its own.
+  Linear(const Linear&) = delete;
+  Linear& operator=(const Linear&) = delete;
 
-  // x: batch x in_features. Throws std::invalid_argument for a wrong shape or a NaN/infinity.
+  // x: batch x in_features. Throws std::invalid_argument for a wrong shape or a NaN/infinity,
+  // MisuseError for a tensor of another context or once the context is destroyed.
   Tensor forward(const Tensor& x);
   // The same on the chain (context.hpp).
   Matrix forward(const Matrix& x);
 
-  spec::ModuleId id() const { return id_; }
-  const std::string& name() const { return context_.module_name(id_); }
-  Matrix& weight() { return weight_; }  // out_features x in_features
-  const Matrix& weight() const { return weight_; }
-  Matrix& weight_grad() { return weight_grad_; }
-  const Matrix& weight_grad() const { return weight_grad_; }
+  spec::ModuleId id() const { return parameters_->id; }
+  const std::string& name() const { return parameters_->name; }
+  Matrix& weight() { return parameters_->weight; }  // out_features x in_features
+  const Matrix& weight() const { return parameters_->weight; }
+  Matrix& weight_grad() { return parameters_->weight_grad; }
+  const Matrix& weight_grad() const { return parameters_->weight_grad; }
   // A host copy of the module's meta (Context::meta).
-  ModuleMeta meta() const { return context_.meta(id_); }
+  ModuleMeta meta() const;
+
+  // What the module's recorded nodes share with it: a graph may be backpropagated after the
+  // Linear object itself is gone.
+  struct Parameters {
+    std::string name;
+    spec::ModuleId id = 0;
+    Shape shape;  // out_features x in_features: the weight's and its gradient's
+    Matrix weight, weight_grad;
+  };
 
  private:
-  friend class LinearNode;
-  Context& context_;
-  spec::ModuleId id_;
-  Matrix weight_;
-  Matrix weight_grad_;
+  Context& context() const { return context_.get("Linear", parameters_->name); }
+
+  ContextRef context_;
+  std::shared_ptr<Parameters> parameters_;
 };
 
 }  // namespace fp8sm::runtime

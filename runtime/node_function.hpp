@@ -4,6 +4,7 @@
 // the graph (the tensors it read and wrote) is here.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "runtime/tensor.hpp"
@@ -28,10 +29,17 @@ class NodeFunction {
   // that saves none (a sum) has no slot in a non-reentrant checkpoint's frame, and visiting it
   // in backward recomputes nothing.
   virtual bool saves_tensors() const { return true; }
+  // Throws (MisuseError or std::invalid_argument, naming `what`) if the node's backward could
+  // not run: a parameter or its gradient the program replaced with another shape since the
+  // forward. Called for every node before a backward pass fires anything.
+  virtual void require_ready(const std::string& /*what*/) const {}
 
-  // Set by the context when it records the node.
+  // Set by the context when it records the node: the tensors it read, with the shapes they had
+  // then, and the one it wrote.
   std::vector<TensorId> inputs;
+  std::vector<Shape> input_shapes;
   TensorId output = 0;
+  Shape output_shape;
 };
 
 }  // namespace fp8sm::runtime

@@ -104,26 +104,30 @@ class CrossEntropyNode final : public NodeFunction {
 }  // namespace
 
 Tensor relu(Context& context, const Tensor& x) {
+  Ops::require_operand(context, x, "relu: input");
   Matrix y = context.backend().relu(x.value);
-  return Ops::record(context, std::move(y), {x.id}, element_wise_node(context, x.value, ReluDerivative{}));
+  return Ops::record(context, std::move(y), {&x}, element_wise_node(context, x.value, ReluDerivative{}));
 }
 
 Matrix relu(Context& context, const Matrix& x) {
-  return Ops::chain_output(context, relu(context, Ops::chain_input(context, x)));
+  return Ops::chain_output(context, relu(context, Ops::chain_input(context, x, "relu: input")));
 }
 
 Tensor gelu(Context& context, const Tensor& x) {
-  require_finite(x.value, "gelu: input");
-  return Ops::record(context, context.backend().gelu(x.value), {x.id},
+  Ops::require_operand(context, x, "gelu: input");
+  return Ops::record(context, context.backend().gelu(x.value), {&x},
                      element_wise_node(context, x.value, GeluDerivative{}));
 }
 
 Tensor add(Context& context, const Tensor& a, const Tensor& b) {
+  Ops::require_operand(context, a, "add: first term");
+  Ops::require_operand(context, b, "add: second term");
   require_same_shape(a.value, b.value, "add");
-  return Ops::record(context, context.backend().add(a.value, b.value), {a.id, b.id}, std::make_shared<AddNode>());
+  return Ops::record(context, context.backend().add(a.value, b.value), {&a, &b}, std::make_shared<AddNode>());
 }
 
 Tensor causal_attention(Context& context, const Tensor& qkv, std::size_t sequence_length) {
+  Ops::require_operand(context, qkv, "causal_attention: input");
   if (qkv.value.cols == 0 || qkv.value.cols % 3 != 0) {
     throw std::invalid_argument(
         fmt::format("causal_attention: {} columns are not a query, a key and a value", qkv.value.cols));
@@ -132,15 +136,15 @@ Tensor causal_attention(Context& context, const Tensor& qkv, std::size_t sequenc
     throw std::invalid_argument(
         fmt::format("causal_attention: {} rows are not sequences of {}", qkv.value.rows, sequence_length));
   }
-  require_finite(qkv.value, "causal_attention: input");
   Matrix probabilities;
   Matrix out = context.backend().causal_attention(qkv.value, sequence_length, probabilities);
-  return Ops::record(context, std::move(out), {qkv.id},
+  return Ops::record(context, std::move(out), {&qkv},
                      std::make_shared<AttentionNode>(context.backend(), qkv.value, std::move(probabilities),
                                                      sequence_length));
 }
 
 Tensor cross_entropy(Context& context, const Tensor& logits, const std::vector<int>& targets) {
+  Ops::require_operand(context, logits, "cross_entropy: logits");
   if (targets.size() != logits.value.rows || logits.value.cols == 0) {
     throw std::invalid_argument(fmt::format("cross_entropy: {} targets for {}x{} logits", targets.size(),
                                             logits.value.rows, logits.value.cols));
@@ -152,12 +156,11 @@ Tensor cross_entropy(Context& context, const Tensor& logits, const std::vector<i
                                               targets[r], r, logits.value.cols));
     }
   }
-  require_finite(logits.value, "cross_entropy: logits");
   Backend& backend = context.backend();
   Indices on_backend = backend.indices(targets);  // an input: uploaded on a device backend
   Matrix probabilities;
   Matrix loss = backend.cross_entropy(logits.value, on_backend, probabilities);
-  return Ops::record(context, std::move(loss), {logits.id},
+  return Ops::record(context, std::move(loss), {&logits},
                      std::make_shared<CrossEntropyNode>(backend, std::move(probabilities), std::move(on_backend)));
 }
 

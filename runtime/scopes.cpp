@@ -5,12 +5,13 @@
 namespace fp8sm::runtime {
 
 namespace {
-// A scope's destructor leaves it if close() was not called. While another exception unwinds, a
-// second one would terminate the program: the exit has run, which is what the spec asks; what
-// it raised is lost, as in any C++ destructor.
+// A scope's destructor leaves it as close() does, if close() was not called and the context
+// still holds it open as its innermost scope (Context::destroyed_scope_is_innermost takes care
+// of the others; a context already destroyed has nothing left to leave). While another
+// exception unwinds, a second one would terminate the program: the exit has run, which is what
+// the spec asks; what it raised is lost, as in any C++ destructor.
 template <class Scope>
-void leave_from_destructor(Scope& scope, bool open, int uncaught_at_entry) {
-  if (!open) return;
+void leave_from_destructor(Scope& scope, int uncaught_at_entry) {
   if (std::uncaught_exceptions() > uncaught_at_entry) {
     try {
       scope.close();
@@ -26,32 +27,42 @@ void leave_from_destructor(Scope& scope, bool open, int uncaught_at_entry) {
 
 Autocast::Autocast(Context& context, bool enabled)
     : context_(context), id_(0), uncaught_at_entry_(std::uncaught_exceptions()) {
-  context_.enter_autocast(enabled);  // throws before the scope is open: nothing to leave
-  id_ = context_.open_scope(Context::ScopeKind::Autocast);
+  context.enter_autocast(enabled);  // throws before the scope is open: nothing to leave
+  id_ = context.open_scope(Context::ScopeKind::Autocast);
 }
 
 void Autocast::close() {
-  context_.close_scope(Context::ScopeKind::Autocast, id_);
+  Context& context = context_.get("autocast scope");
+  context.close_scope(Context::ScopeKind::Autocast, id_);
   open_ = false;
-  context_.exit_autocast();
+  context.exit_scope(Context::ScopeKind::Autocast);
 }
 
-Autocast::~Autocast() noexcept(false) { leave_from_destructor(*this, open_, uncaught_at_entry_); }
+Autocast::~Autocast() noexcept(false) {
+  if (open_ && context_.alive() && context_.get("autocast scope").destroyed_scope_is_innermost(id_)) {
+    leave_from_destructor(*this, uncaught_at_entry_);
+  }
+}
 
 // ---- no_grad ------------------------------------------------------------------------------
 
 NoGrad::NoGrad(Context& context) : context_(context), id_(0), uncaught_at_entry_(std::uncaught_exceptions()) {
-  context_.grad_push(false);
-  id_ = context_.open_scope(Context::ScopeKind::NoGrad);
+  context.grad_push(false);
+  id_ = context.open_scope(Context::ScopeKind::NoGrad);
 }
 
 void NoGrad::close() {
-  context_.close_scope(Context::ScopeKind::NoGrad, id_);
+  Context& context = context_.get("no_grad scope");
+  context.close_scope(Context::ScopeKind::NoGrad, id_);
   open_ = false;
-  context_.grad_pop();
+  context.exit_scope(Context::ScopeKind::NoGrad);
 }
 
-NoGrad::~NoGrad() noexcept(false) { leave_from_destructor(*this, open_, uncaught_at_entry_); }
+NoGrad::~NoGrad() noexcept(false) {
+  if (open_ && context_.alive() && context_.get("no_grad scope").destroyed_scope_is_innermost(id_)) {
+    leave_from_destructor(*this, uncaught_at_entry_);
+  }
+}
 
 // ---- checkpoint ---------------------------------------------------------------------------
 
@@ -76,9 +87,9 @@ Matrix checkpoint(Context& context, CheckpointMode mode, const CheckpointFunctio
   GraphFunction on_chain = [&context, function](const std::vector<Tensor>& inputs) {
     context.chain_.end = inputs[0].id;
     Matrix output = function(inputs[0].value);
-    return Tensor{std::move(output), context.chain_.end};
+    return context.tensor(std::move(output), context.chain_.end);
   };
-  return context.chain_output(checkpoint(context, mode, on_chain, {context.chain_input(input)}));
+  return context.chain_output(checkpoint(context, mode, on_chain, {context.chain_input(input, "checkpoint: input")}));
 }
 
 }  // namespace fp8sm::runtime
