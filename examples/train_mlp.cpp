@@ -3,12 +3,17 @@
 //
 //   train_mlp [--checkpoint none|reentrant|nonreentrant] [--granularity single|per-layer|nested]
 //             [--steps N] [--semantics fp8sm|upstream|pr3213] [--backend cpu|cuda|cuda-exact|cuda-emulated]
+//
+// --granularity says where the checkpoints go: with --checkpoint none it is refused, not ignored.
+// --steps is a decimal count, 1 to 1000000.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
+#include "examples/count_option.hpp"
 #include "examples/mlp.hpp"
 #include "runtime/backends.hpp"
 
@@ -20,21 +25,26 @@ int main(int argc, char** argv) {
   std::string granularity = "single";
   std::string semantics = "fp8sm";
   fp8sm::examples::MlpOptions options;
+  std::string steps = std::to_string(options.steps);
   app.add_option("--checkpoint", checkpoint, "none, reentrant or nonreentrant (default none)");
-  app.add_option("--granularity", granularity, "single, per-layer or nested (default single)");
-  app.add_option("--steps", options.steps, "training steps (default 300)");
+  const CLI::Option* granularity_given =
+      app.add_option("--granularity", granularity, "with a checkpoint: single, per-layer or nested (default single)");
+  app.add_option("--steps", steps, "training steps, 1 to 1000000 (default 300)");
   app.add_option("--semantics", semantics, "fp8sm, upstream or pr3213 (default fp8sm)");
   app.add_option("--backend", options.backend, "cpu, cuda, cuda-exact or cuda-emulated (default cpu)");
   try {
     app.parse(argc, argv);
     options.checkpoint = fp8sm::examples::parse_checkpoint(checkpoint);
     options.granularity = fp8sm::examples::parse_granularity(granularity);
+    if (granularity_given->count() > 0 && options.checkpoint == fp8sm::examples::CheckpointKind::None) {
+      throw std::invalid_argument("--granularity places checkpoints: give --checkpoint reentrant or nonreentrant with it");
+    }
+    options.steps = static_cast<int>(fp8sm::examples::count_option("--steps", steps, 1, 1'000'000));
     const auto parsed = fp8sm::spec::parse_semantics(semantics);
     if (!parsed) {
       throw std::invalid_argument(fmt::format("unknown semantics '{}' (expected fp8sm, upstream or pr3213)", semantics));
     }
     options.semantics = *parsed;
-    if (options.steps < 1) throw std::invalid_argument("--steps must be 1 or more");
     fp8sm::runtime::require_backend(options.backend);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -5,12 +5,18 @@
 //   train_transformer [--checkpoint none|reentrant|nonreentrant|nested] [--task reverse|copy]
 //                     [--steps N] [--semantics fp8sm|upstream|pr3213]
 //                     [--backend cpu|cuda|cuda-exact|cuda-emulated] [--width W] [--batch B]
+//
+// Sizes are decimal counts: --steps 1 to 1000000, --width 1 to 65536, --batch 1 to 16777216, and
+// a width and batch whose estimated memory (examples/transformer.hpp) is more than this machine
+// has are refused before anything is allocated.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
+#include "examples/count_option.hpp"
 #include "examples/transformer.hpp"
 #include "runtime/backends.hpp"
 
@@ -22,15 +28,23 @@ int main(int argc, char** argv) {
   std::string task = "reverse";
   std::string semantics = "fp8sm";
   fp8sm::examples::TransformerOptions options;
+  std::string steps = std::to_string(options.steps), width = std::to_string(options.width),
+              batch = std::to_string(options.batch);
   app.add_option("--checkpoint", checkpoint, "each block: none, reentrant, nonreentrant or nested (default none)");
   app.add_option("--task", task, "reverse or copy (default reverse)");
-  app.add_option("--steps", options.steps, "training steps (default 200)");
+  app.add_option("--steps", steps, "training steps, 1 to 1000000 (default 200)");
   app.add_option("--semantics", semantics, "fp8sm, upstream or pr3213 (default fp8sm)");
   app.add_option("--backend", options.backend, "cpu, cuda, cuda-exact or cuda-emulated (default cpu)");
-  app.add_option("--width", options.width, "embedding width (default 64)");
-  app.add_option("--batch", options.batch, "sequences a step (default 16)");
+  app.add_option("--width", width, "embedding width, 1 to 65536 (default 64)");
+  app.add_option("--batch", batch, "sequences a step, 1 to 16777216 (default 16)");
+  app.footer("A width and batch whose estimated memory is more than this machine has are refused.\n"
+             "Exit status: 0 trained, 1 training failed, 2 bad options.");
   try {
     app.parse(argc, argv);
+    using fp8sm::examples::count_option;
+    options.steps = static_cast<int>(count_option("--steps", steps, 1, 1'000'000));
+    options.width = count_option("--width", width, 1, 65'536);
+    options.batch = count_option("--batch", batch, 1, 16'777'216);
     options.checkpoint = fp8sm::examples::parse_block_checkpoint(checkpoint);
     if (task != "reverse" && task != "copy") throw std::invalid_argument(fmt::format("unknown task '{}' (expected reverse or copy)", task));
     options.reverse = task == "reverse";
@@ -39,8 +53,7 @@ int main(int argc, char** argv) {
       throw std::invalid_argument(fmt::format("unknown semantics '{}' (expected fp8sm, upstream or pr3213)", semantics));
     }
     options.semantics = *parsed;
-    if (options.steps < 1) throw std::invalid_argument("--steps must be 1 or more");
-    if (options.width < 1 || options.batch < 1) throw std::invalid_argument("--width and --batch must be 1 or more");
+    fp8sm::examples::require_trainable(options);
     fp8sm::runtime::require_backend(options.backend);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -210,10 +212,43 @@ struct TransformerTraining::State {
   int steps = 0;
 };
 
-TransformerTraining::TransformerTraining(const TransformerOptions& o) {
+double estimated_memory_bytes(const TransformerOptions& o) {
+  const double width = static_cast<double>(o.width), blocks = static_cast<double>(o.blocks);
+  const double positions = 2.0 * static_cast<double>(o.length);  // a sequence and its answer
+  const double vocabulary = static_cast<double>(o.vocabulary) + 1;
+  // Per block qkv (W x 3W), out (W x W), fc1 (W x 4W), fc2 (4W x W); the embeddings and the
+  // head. Each float parameter has a gradient and two Adam moments (16 bytes), and its FP8
+  // codes in both layouts (2 bytes).
+  const double parameters = blocks * 12.0 * width * width + (vocabulary + positions + vocabulary) * width;
+  // A step's rows (batch x positions) each save, per block, about 24 widths of floats and FP8
+  // codes and a row of attention probabilities; backward's gradients as much again.
+  const double rows = static_cast<double>(o.batch) * positions;
+  const double per_row = blocks * (24.0 * width + positions) * 4.0 + (width + vocabulary) * 4.0;
+  return 18.0 * parameters + 2.0 * rows * per_row;
+}
+
+namespace {
+// This machine's physical memory in bytes; 0 if it cannot be read.
+double machine_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+}  // namespace
+
+void require_trainable(const TransformerOptions& o) {
   if (o.steps < 1 || o.batch == 0 || o.length == 0 || o.vocabulary < 2 || o.width == 0 || o.blocks == 0) {
     throw std::invalid_argument("train_transformer: steps, batch, length, width and blocks must be positive, the vocabulary at least 2");
   }
+  const double needed = estimated_memory_bytes(o), machine = machine_memory_bytes();
+  if (machine > 0 && needed > machine) {
+    throw std::invalid_argument(fmt::format("train_transformer: width {} and batch {} need about {:.1f} GiB, more than "
+                                            "this machine's {:.1f} GiB",
+                                            o.width, o.batch, needed / (1u << 30), machine / (1u << 30)));
+  }
+}
+
+TransformerTraining::TransformerTraining(const TransformerOptions& o) {
+  require_trainable(o);
   state_ = std::make_unique<State>(o);
 }
 

@@ -57,7 +57,7 @@ struct TransformerResult {
 // context's event log). train_transformer below is this, run for options.steps steps.
 class TransformerTraining {
  public:
-  // Throws std::invalid_argument for options it cannot train with.
+  // Throws std::invalid_argument for options it cannot train with (require_trainable).
   explicit TransformerTraining(const TransformerOptions& options);
   ~TransformerTraining();
   TransformerTraining(const TransformerTraining&) = delete;
@@ -76,6 +76,15 @@ class TransformerTraining {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// An upper estimate of the bytes a training with `options` holds at once (parameters with their
+// gradients, Adam's moments and FP8 copies; a step's saved activations and their gradients), in
+// floating point so that absurd sizes do not wrap.
+double estimated_memory_bytes(const TransformerOptions& options);
+// std::invalid_argument, before anything is allocated, for options no training can run with: a
+// size of 0, a vocabulary under 2, or sizes whose estimated memory is more than this machine's
+// (physical) memory.
+void require_trainable(const TransformerOptions& options);
 
 // Trains and returns every step's loss and counts; `each_step` (if set) sees them as they come.
 // Throws std::invalid_argument for options it cannot train with.

@@ -38,11 +38,21 @@ Result train_mlp(const std::string& args) {
 
 TEST(TrainMlpCli, BadOptionsAreExitTwoWithNothingOnStandardOutput) {
   for (const char* args : {"--backend bogus", "--steps 0", "--checkpoint sideways", "--semantics legacy", "--bogus",
-                           "--granularity everything"}) {
+                           "--granularity everything", "--steps -1", "--steps 0x3", "--steps ''", "--steps 99999999999"}) {
     const Result r = train_mlp(args);
     EXPECT_EQ(r.status, 2) << args << ": " << r.err;
     EXPECT_EQ(r.out, "") << args;
     EXPECT_EQ(r.err.rfind("train_mlp: error: ", 0), 0u) << args << ": " << r.err;
+  }
+}
+
+// --granularity places checkpoints: without one it would be ignored, so it is refused.
+TEST(TrainMlpCli, AGranularityWithoutACheckpointIsRefused) {
+  for (const char* args : {"--granularity nested", "--checkpoint none --granularity per-layer"}) {
+    const Result r = train_mlp(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+    EXPECT_NE(r.err.find("--granularity places checkpoints"), std::string::npos) << args << ": " << r.err;
   }
 }
 

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../run_command.hpp"
 #include "examples/transformer.hpp"
@@ -147,11 +149,30 @@ Result train_transformer(const std::string& args) {
 
 TEST(TrainTransformerCli, BadOptionsAreExitTwoWithNothingOnStandardOutput) {
   for (const char* args : {"--backend bogus", "--steps 0", "--checkpoint sideways", "--semantics legacy", "--bogus",
-                           "--task sort", "--width 0"}) {
+                           "--task sort", "--width 0", "--width ''", "--width 0x40", "--steps 1e3"}) {
     const Result r = train_transformer(args);
     EXPECT_EQ(r.status, 2) << args << ": " << r.err;
     EXPECT_EQ(r.out, "") << args;
     EXPECT_EQ(r.err.rfind("train_transformer: error: ", 0), 0u) << args << ": " << r.err;
+  }
+}
+
+// Negative and absurd sizes are refused before anything is allocated: -1 was read as 2^64 - 1
+// and grew until the machine's memory was full, 10^8 sequences ended in std::bad_alloc after
+// 19 GB. Within the bounds, sizes whose estimated memory is more than the machine has are
+// refused too (a width of 65536 holds 2 x 12 x 2^32 weights, terabytes with Adam's moments).
+TEST(TrainTransformerCli, NegativeAndAbsurdSizesAreRefusedBeforeAllocating) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--batch -1", "--batch: '-1' is not a count in decimal digits"},
+      {"--width -1", "--width: '-1' is not a count in decimal digits"},
+      {"--batch 100000000", "--batch: '100000000' is not 1 to 16777216"},
+      {"--width 65536 --batch 1", "more than this machine's"},
+      {"--width 4096 --batch 16777216", "more than this machine's"}};
+  for (const auto& [args, words] : cases) {
+    const Result r = train_transformer(args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+    EXPECT_NE(r.err.find(words), std::string::npos) << args << ": " << r.err;
   }
 }
 
