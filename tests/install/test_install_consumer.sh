@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # fp8sm as an installed CMake package, as a user gets it: installs the build tree into a
-# temporary prefix, checks what is there, builds examples/consumer against it (find_package
-# only, none of the build's settings) and runs it; then checks that every fp8sm:: target
-# resolves for a user and that the installed programs start. Writes only under a temporary
-# directory (and the build tree's install_manifest.txt).
+# temporary prefix, checks what is there, builds examples/consumer and the misuse programs of
+# tests/install/misuse against it (find_package only, none of the build's settings) and runs
+# them; then checks that every fp8sm:: target resolves for a user and that the installed
+# programs start. Writes only under a temporary directory (and the build tree's
+# install_manifest.txt).
 #
 #   test_install_consumer.sh <cmake> <build dir> <source dir> <C++ compiler>
 set -euo pipefail
@@ -50,6 +51,25 @@ cat "$tmp/run.log"
 [ "$status" -eq 0 ] || fail "train_tiny exited $status"
 grep -Eq '^final loss [0-9.]+$' "$tmp/run.log" || fail "train_tiny printed no final loss"
 if readelf -d "$consumer/train_tiny" | grep 'NEEDED.*libcuda'; then fail "train_tiny needs a CUDA library"; fi
+
+# The runtime API misused, as a user's program does it (tests/install/misuse/: one program per
+# misuse), against the install: each must throw the documented type with a message naming the
+# misuse, and leave its context training at 1/1 updates (each exits 0 only then).
+misuse=$tmp/misuse
+"$cmake" -S "$source/tests/install/misuse" -B "$misuse" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_BUILD_TYPE=Release >"$tmp/misuse-configure.log" 2>&1 \
+  || { cat "$tmp/misuse-configure.log"; fail "configuring tests/install/misuse against the install"; }
+"$cmake" --build "$misuse" -j"$(nproc)" >"$tmp/misuse-build.log" 2>&1 \
+  || { cat "$tmp/misuse-build.log"; fail "building tests/install/misuse"; }
+cases=0
+for source_file in "$source"/tests/install/misuse/*.cpp; do
+  name=$(basename "$source_file" .cpp)
+  "$misuse/$name" >"$tmp/misuse-$name.log" 2>&1 || { cat "$tmp/misuse-$name.log"; fail "misuse program $name"; }
+  grep -q '^ok: ' "$tmp/misuse-$name.log" || fail "misuse program $name checked nothing"
+  cases=$((cases + 1))
+done
+[ "$cases" -ge 12 ] || fail "only $cases misuse programs ran"
+echo "misuse programs against the install: $cases ok"
 
 # Every fp8sm:: target resolves for a user (a dependency the config does not find fails the
 # generate step), and the version file refuses another version.
