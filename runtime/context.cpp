@@ -33,6 +33,59 @@ ContextSerial next_serial() {
   static std::atomic<ContextSerial> last{0};
   return ++last;
 }
+
+// The checks before a backward pass over `nodes` from tensor `loss` fires anything: MisuseError
+// unless every node leads to the loss (torch would not run the backward of one that does not,
+// which the table would count), every tensor a node read is still the shape its writer recorded,
+// `grad_output` (when given) is the loss's shape, and every node can run its backward
+// (NodeFunction::require_ready). `loss_shape`: the loss's, when the caller has it (a Tensor).
+void check_graph(const driver::Graph<RuntimeTraits>::Nodes& nodes, TensorId loss, const std::optional<Shape>& loss_shape,
+                 const Matrix* grad_output, const std::string& what) {
+  // The shape each tensor was written with, by its node in this graph (leaves are not here).
+  std::unordered_map<TensorId, Shape> written;
+  for (const auto& node : nodes) written[node.payload->output] = node.payload->output_shape;
+  std::unordered_map<TensorId, bool> leads{{loss, true}};  // the tensors whose gradient backward computes
+  for (std::size_t i = nodes.size(); i-- > 0;) {
+    const NodeFunction& node = *nodes[i].payload;
+    if (leads.count(node.output) == 0) {
+      throw MisuseError(fmt::format(
+          "{}: recorded node #{} (of {}) does not lead to the loss: torch would not run its backward, which the state "
+          "machine would count (every op recorded in the graph must feed the loss)",
+          what, i, nodes.size()));
+    }
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      leads[node.inputs[k]] = true;
+      const auto writer = written.find(node.inputs[k]);
+      if (writer != written.end() && writer->second != node.input_shapes[k]) {
+        throw MisuseError(fmt::format("{}: recorded node #{} read tensor #{} as {} x {}, but it was written as {} x {} (a "
+                                      "tensor's value was replaced after it was computed)",
+                                      what, i, node.inputs[k], node.input_shapes[k].rows, node.input_shapes[k].cols,
+                                      writer->second.rows, writer->second.cols));
+      }
+    }
+    node.require_ready(what);
+  }
+  const auto loss_writer = written.find(loss);
+  if (!nodes.empty() && loss_writer == written.end()) {
+    throw MisuseError(fmt::format("{}: the loss is not written by the graph it backpropagates", what));
+  }
+  // The gradient's shape is the loss's as its node wrote it, else the Tensor's (a leaf; a pass
+  // over nothing passes any gradient through).
+  std::optional<Shape> expected = loss_shape;
+  if (loss_writer != written.end()) {
+    if (loss_shape && *loss_shape != loss_writer->second) {
+      throw MisuseError(fmt::format("{}: the loss is {} x {}, but it was written as {} x {} (its value was replaced)", what,
+                                    loss_shape->rows, loss_shape->cols, loss_writer->second.rows,
+                                    loss_writer->second.cols));
+    }
+    expected = loss_writer->second;
+  }
+  if (grad_output != nullptr && expected && grad_output->shape() != *expected) {
+    throw MisuseError(fmt::format("{}: grad_output is {} x {}, the loss {} x {} (a gradient has its tensor's shape)", what,
+                                  grad_output->rows, grad_output->cols, expected->rows, expected->cols));
+  }
+}
+
 }  // namespace
 
 Context::Context(Recipe recipe, std::unique_ptr<Backend> backend, spec::Semantics semantics, AmaxReductionGroup* group)
@@ -91,12 +144,7 @@ driver::Done Context::run_body(const RuntimeTraits::Body& body) {
     output = run_function(body->function, body->inputs, scopes_.size());
     // A reentrant recompute's output takes the checkpoint node's gradient: it must be the
     // shape the forward returned, or the recompute's backward would fail inside a kernel.
-    if (body->output != 0 && output.value.shape() != body->output_shape) {
-      throw CheckpointError(fmt::format(
-          "checkpoint: the recompute of a reentrant checkpoint returned a {} x {} tensor, its forward a {} x {} one: the "
-          "checkpointed function must compute the same thing when it is run again",
-          output.value.rows, output.value.cols, body->output_shape.rows, body->output_shape.cols));
-    }
+    if (body->output != 0) check_reentrant_recompute(*body, output);
   } catch (...) {
     chain_ = outer;
     throw;
@@ -107,6 +155,25 @@ driver::Done Context::run_body(const RuntimeTraits::Body& body) {
     if (found != grads_.end()) add_gradient(output.id, found->second);
   }
   return driver::Done::Normally;
+}
+
+// A reentrant recompute is backpropagated from its output next, with the checkpoint node's
+// gradient: its output must be the forward's shape, and its graph pass backward's checks
+// (check_graph). Its forward ran without grad and recorded nothing to check then; a breach now
+// is the function's, a CheckpointError (the recompute fails, as when its function throws).
+void Context::check_reentrant_recompute(const CheckpointBody& body, const Tensor& output) const {
+  const std::string what = "checkpoint: the recompute of a reentrant checkpoint";
+  if (output.value.shape() != body.output_shape) {
+    throw CheckpointError(fmt::format("{} returned a {} x {} tensor, its forward a {} x {} one: the checkpointed "
+                                      "function must compute the same thing when it is run again",
+                                      what, output.value.rows, output.value.cols, body.output_shape.rows,
+                                      body.output_shape.cols));
+  }
+  try {
+    check_graph(driver_->recording_graph().nodes, output.id, output.value.shape(), nullptr, what);
+  } catch (const MisuseError& e) {
+    throw CheckpointError(e.what());
+  }
 }
 
 // The runtime throws every exception of the program (raise()): the driver's operations all
@@ -340,61 +407,14 @@ void Context::save_graph(const std::string& tape) {
   new_chain();
 }
 
-void Context::check_graph(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape,
-                          const Matrix& grad_output, const std::string& what) const {
-  const auto& graph = tape == spec::kCurrentGraph ? driver_state_->step_graph : driver_state_->tapes[tape];
-  // The shape each tensor was written with, by its node in this graph (leaves are not here).
-  std::unordered_map<TensorId, Shape> written;
-  for (const auto& node : graph.nodes) written[node.payload->output] = node.payload->output_shape;
-  std::unordered_map<TensorId, bool> leads{{loss, true}};  // the tensors whose gradient backward computes
-  for (std::size_t i = graph.nodes.size(); i-- > 0;) {
-    const NodeFunction& node = *graph.nodes[i].payload;
-    if (leads.count(node.output) == 0) {
-      throw MisuseError(fmt::format(
-          "{}: recorded node #{} (of {}) does not lead to the loss: torch would not run its backward, which the state "
-          "machine would count (every op recorded in the graph must feed the loss)",
-          what, i, graph.nodes.size()));
-    }
-    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
-      leads[node.inputs[k]] = true;
-      const auto writer = written.find(node.inputs[k]);
-      if (writer != written.end() && writer->second != node.input_shapes[k]) {
-        throw MisuseError(fmt::format("{}: recorded node #{} read tensor #{} as {} x {}, but it was written as {} x {} (a "
-                                      "tensor's value was replaced after it was computed)",
-                                      what, i, node.inputs[k], node.input_shapes[k].rows, node.input_shapes[k].cols,
-                                      writer->second.rows, writer->second.cols));
-      }
-    }
-    node.require_ready(what);
-  }
-  const auto loss_writer = written.find(loss);
-  if (!graph.nodes.empty() && loss_writer == written.end()) {
-    throw MisuseError(fmt::format("{}: the loss is not written by the graph it backpropagates", what));
-  }
-  // The gradient's shape is the loss's as its node wrote it, else the Tensor's (a leaf; a pass
-  // over nothing passes any gradient through).
-  std::optional<Shape> expected = loss_shape;
-  if (loss_writer != written.end()) {
-    if (loss_shape && *loss_shape != loss_writer->second) {
-      throw MisuseError(fmt::format("{}: the loss is {} x {}, but it was written as {} x {} (its value was replaced)", what,
-                                    loss_shape->rows, loss_shape->cols, loss_writer->second.rows,
-                                    loss_writer->second.cols));
-    }
-    expected = loss_writer->second;
-  }
-  if (expected && grad_output.shape() != *expected) {
-    throw MisuseError(fmt::format("{}: grad_output is {} x {}, the loss {} x {} (a gradient has its tensor's shape)", what,
-                                  grad_output.rows, grad_output.cols, expected->rows, expected->cols));
-  }
-}
-
 void Context::run_backward(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape,
                            const Matrix& grad_output, bool retain_graph, const std::string& what) {
   if (checkpoints_open_ > 0 || driver_->recompute_depth() > 0) {
     throw MisuseError(fmt::format("{}: inside a checkpoint's function (its recompute would run the backward again)", what));
   }
   require_program_value(grad_output, fmt::format("{}: grad_output", what));
-  check_graph(tape, loss, loss_shape, grad_output, what);
+  check_graph(tape == spec::kCurrentGraph ? driver_state_->step_graph.nodes : driver_state_->tapes[tape].nodes, loss,
+              loss_shape, &grad_output, what);
   Matrix seed = backend_->to_backend(grad_output);
   grads_.clear();
   grads_[loss] = std::move(seed);
@@ -413,13 +433,19 @@ void Context::run_backward(std::uint16_t tape, TensorId loss, const std::optiona
 
 // A node's backward: the gradient its output collected from all its consumers (complete: they
 // all ran before it) in, its inputs' gradients out, each added to what that input collected.
+// Every node leads to the loss (check_graph), so a gradient reaches it, but for one case: a
+// reentrant checkpoint whose function did not read one of its inputs passes that input none.
+// torch still runs the node that wrote it (the engine follows the graph, not the values) and
+// TE's autograd Functions see zeros (materialized grads): so does the node here.
 void Context::node_backward(NodeFunction& node) {
   const auto found = grads_.find(node.output);
+  Matrix gradient;
   if (found == grads_.end()) {
-    throw std::logic_error(fmt::format("backward: tensor #{} has no gradient when the node that wrote it runs", node.output));
+    gradient = backend_->zeros(node.output_shape.rows, node.output_shape.cols);
+  } else {
+    gradient = std::move(found->second);
+    grads_.erase(found);
   }
-  const Matrix gradient = std::move(found->second);
-  grads_.erase(found);
   std::vector<Matrix> inputs = node.backward(gradient);
   if (inputs.size() != node.inputs.size()) {
     throw std::logic_error(fmt::format("backward: a node read {} tensors and returned {} gradients", node.inputs.size(),

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -286,8 +287,12 @@ class Context : private statemachine::Hooks {
   void enter_autocast(bool enabled);
   void grad_push(bool enabled);
   // The exit of an Autocast or NoGrad scope just closed, then those of the abandoned scopes it
-  // uncovers, innermost first; what the last one raised goes on (Python's `with`).
+  // uncovers (leave_abandoned_scopes); what the last one raised goes on (Python's `with`).
   void exit_scope(ScopeKind kind);
+  // Leaves the abandoned scopes (below) that a scope just closed uncovered, innermost first;
+  // `raised`, or what the last exit raised, goes on.
+  void leave_abandoned_scopes(std::exception_ptr raised = nullptr);
+  void fire_exit(ScopeKind kind, std::exception_ptr& raised);
   // A scope object is being destroyed without close(): true when it is the innermost open scope
   // and its destructor leaves it as close() does. Otherwise false, and the context has taken
   // care of it: a scope that is no longer open (left for it, below) needs nothing; one with a
@@ -303,16 +308,11 @@ class Context : private statemachine::Hooks {
   // its call: what it returned (a tensor of this context), and no scope it opened left open.
   Tensor run_function(const GraphFunction& function, const std::vector<Tensor>& inputs, std::size_t scope_depth);
 
+  // CheckpointError unless a reentrant recompute's output and graph can be backpropagated.
+  void check_reentrant_recompute(const CheckpointBody& body, const Tensor& output) const;
   // A pass over `tape` from tensor `loss`; the gradients it leaves stay in grads_.
   void run_backward(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape, const Matrix& grad_output,
                     bool retain_graph, const std::string& what);
-  // MisuseError unless every node of `tape` leads to `loss`, every tensor a node read is the
-  // shape its writer recorded, `grad_output` is the loss's shape, and every node can run its
-  // backward (NodeFunction::require_ready): the checks before a pass fires anything.
-  // `loss_shape`: the loss's, when the caller has it (a Tensor); else its writer's.
-  void check_graph(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape, const Matrix& grad_output,
-                   const std::string& what) const;
-  Tensor require_loss(const Tensor& loss, const std::string& what) const;
   void add_gradient(TensorId tensor, Matrix gradient);
   void node_backward(NodeFunction& node);
 

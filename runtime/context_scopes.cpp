@@ -49,20 +49,25 @@ void Context::close_scope(ScopeKind kind, std::size_t id) {
 void Context::enter_autocast(bool enabled) { completes(driver_->autocast_enter(enabled)); }
 void Context::grad_push(bool enabled) { completes(driver_->grad_push(enabled)); }
 
+void Context::fire_exit(ScopeKind kind, std::exception_ptr& raised) {
+  try {
+    completes(kind == ScopeKind::Autocast ? driver_->autocast_exit() : driver_->grad_pop());
+  } catch (...) {
+    raised = std::current_exception();  // an outer exit's exception replaces an inner one's
+  }
+}
+
 void Context::exit_scope(ScopeKind kind) {
   std::exception_ptr raised;
-  const auto fire_exit = [&](ScopeKind k) {
-    try {
-      completes(k == ScopeKind::Autocast ? driver_->autocast_exit() : driver_->grad_pop());
-    } catch (...) {
-      raised = std::current_exception();  // an outer exit's exception replaces an inner one's
-    }
-  };
-  fire_exit(kind);
+  fire_exit(kind, raised);
+  leave_abandoned_scopes(raised);
+}
+
+void Context::leave_abandoned_scopes(std::exception_ptr raised) {
   while (!scopes_.empty() && scopes_.back().abandoned) {
     const ScopeKind outer = scopes_.back().kind;
     scopes_.pop_back();
-    fire_exit(outer);
+    fire_exit(outer, raised);
   }
   if (raised) std::rethrow_exception(raised);
 }

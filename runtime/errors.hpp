@@ -31,11 +31,13 @@ class StateError : public std::runtime_error {
   std::string kind_;
 };
 
-// A non-reentrant checkpoint's recompute recorded, at a node's slot, a node of another kind
-// or of another module than its forward did (the function took another path the second
-// time), so the slot's saved tensors cannot be given back. TE would hand them over and fail
-// later, or compute with the wrong tensors; the runtime refuses. Thrown from backward, after
-// the recompute's events: the pass ends as failed.
+// A checkpoint's function did, when it ran again at backward, what its recompute cannot give
+// back: a non-reentrant recompute recorded, at a node's slot, a node of another kind, module
+// or shape than its forward did (TE would hand the saved tensors over and fail later, or
+// compute with the wrong tensors); a reentrant recompute returned another shape, or recorded an
+// op that does not lead to its output (torch would skip its backward; the table would count
+// it). Thrown from backward, after the recompute's events: the pass ends as failed, as when the
+// function throws there.
 class CheckpointError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -1,5 +1,7 @@
 #include "runtime/scopes.hpp"
 
+#include <exception>
+
 #include "runtime/errors.hpp"
 
 namespace fp8sm::runtime {
@@ -70,13 +72,16 @@ Tensor checkpoint(Context& context, CheckpointMode mode, const GraphFunction& fu
   if (!function) throw std::invalid_argument("checkpoint: no function");
   const std::size_t id = context.open_scope(Context::ScopeKind::Checkpoint);
   Tensor output;
+  std::exception_ptr raised;
   try {
     output = context.run_checkpoint(mode, function, inputs);
   } catch (...) {
-    context.close_scope(Context::ScopeKind::Checkpoint, id);
-    throw;
+    raised = std::current_exception();
   }
   context.close_scope(Context::ScopeKind::Checkpoint, id);
+  // A scope on the heap around the call that the function destroyed is left now; what the
+  // function threw (or what an exit raised in its place) goes on.
+  context.leave_abandoned_scopes(raised);
   return output;
 }
 

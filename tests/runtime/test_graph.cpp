@@ -258,6 +258,34 @@ TEST(RuntimeGraph, ANodeThatDoesNotLeadToTheLossIsRefusedBeforeAnyEvent) {
   EXPECT_EQ(ctx.end_step().backward_updates, 0);
 }
 
+// A reentrant checkpoint whose function reads only one of its two inputs passes the other no
+// gradient. torch still runs the node that wrote it (its engine follows the graph) and TE's
+// autograd Functions get zeros: the Linear that wrote it runs its backward with a zero gradient
+// (its weight gradient stays zero; the step still makes one backward update), where the runtime
+// threw a logic_error about a tensor without a gradient.
+TEST(RuntimeGraph, ACheckpointInputItsFunctionDoesNotReadGetsAZeroGradient) {
+  Context ctx(recipe());
+  runtime::Linear read(ctx, "read", 4, 4, 1), unread(ctx, "unread", 4, 4, 2), inside(ctx, "inside", 4, 4, 3);
+  const Tensor x = ctx.input(random_matrix(2, 4, 20));
+  Tensor loss;
+  {
+    runtime::Autocast fp8(ctx);
+    const Tensor a = read.forward(x), b = unread.forward(x);
+    loss = runtime::checkpoint(ctx, CheckpointMode::Reentrant,
+                               [&](const std::vector<Tensor>& in) { return inside.forward(in[0]); }, {a, b});
+  }
+  std::vector<runtime::FiredEvent> log;
+  ctx.log_events(&log);
+  ctx.backward(loss, random_matrix(2, 4, 21));
+  ctx.log_events(nullptr);
+  EXPECT_EQ(module_backwards(log), (std::vector<spec::ModuleId>{inside.id(), unread.id(), read.id()}));
+  EXPECT_EQ(unread.weight_grad().to_host(), Matrix(4, 4));
+  EXPECT_NE(read.weight_grad().to_host(), Matrix(4, 4));
+  const runtime::StepCounts counts = ctx.end_step();
+  EXPECT_EQ(counts.forward_updates, 1);
+  EXPECT_EQ(counts.backward_updates, 1);
+}
+
 // LayerNormLinear's fp32 path (outside FP8) against the same function in double: its
 // normalisation, then x Wᵀ, and the gradients of x, W, gamma and beta.
 TEST(RuntimeGraph, LayerNormLinearsGradientsAreItsFunctionsInDouble) {
