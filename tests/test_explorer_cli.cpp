@@ -186,6 +186,40 @@ TEST(ExplorerOptions, HonouredBeforeTheCommand) {
   EXPECT_EQ(explorer("--semantics pr3213 catalogue").out, explorer("catalogue --semantics pr3213").out);
 }
 
+// The search is a command like the others (`explorer search --depth N`); the bare `--depth N`
+// is its alias, with the same output, and options may stand before or after either.
+TEST(ExplorerSearch, TheSearchCommandAndItsAliasPrintTheSameReport) {
+  // The report up to the lines a run measures (time, memory).
+  const auto report = [](const Result& r) { return r.out.substr(0, r.out.find("total:")); };
+  const Result bare = explorer("--depth 2 --semantics upstream");
+  EXPECT_EQ(bare.status, 1) << bare.out;
+  ASSERT_NE(bare.out.find("total:"), std::string::npos) << bare.out;
+  for (const char* args : {"search --depth 2 --semantics upstream", "--depth 2 search --semantics upstream",
+                           "--semantics upstream search --depth 2"}) {
+    const Result r = explorer(args);
+    EXPECT_EQ(r.status, 1) << args << ": " << r.out;
+    EXPECT_EQ(report(r), report(bare)) << args;
+  }
+}
+
+// Every number is read in decimal: a leading zero does not make it octal (010 is ten), and
+// 0x is no prefix. `random --length 010` is ten choices, not eight.
+TEST(ExplorerOptions, NumbersAreDecimal) {
+  const Result ten = explorer("random --seed 3 --count 20 --length 10");
+  ASSERT_EQ(ten.status, 0) << ten.out;
+  EXPECT_EQ(explorer("random --seed 3 --count 20 --length 010").out, ten.out);
+  EXPECT_NE(explorer("random --seed 3 --count 20 --length 8").out, ten.out);
+  EXPECT_EQ(explorer("random --seed 3 --count 2 --modules 010").out, explorer("random --seed 3 --count 2 --modules 10").out);
+  EXPECT_EQ(explorer("--depth 02 --threads 02 --json").out.substr(0, 200), explorer("--depth 2 --json").out.substr(0, 200));
+  // 010 is ten statements, past the search's 8 (read as octal it was a depth-8 search).
+  const Result deep = explorer("--depth 010 --max-states 100");
+  EXPECT_EQ(deep.status, 2) << deep.out;
+  EXPECT_NE(deep.out.find("--depth: must be 0 to 8"), std::string::npos) << deep.out;
+  // --max-memory 0, like --max-states 0, is no limit (docs/explorer.md).
+  EXPECT_EQ(explorer("--depth 3 --max-memory 0 --json").status, 0);
+  EXPECT_EQ(document(explorer("--depth 3 --max-memory 0K --json"))["complete"], true);
+}
+
 // A path that exists is a file or an error; catalogue:NAME always names the catalogue.
 TEST(ExplorerRun, CatalogueNamesAndPathsAreToldApart) {
   const std::string dir = ::testing::TempDir() + "fp8sm-cli-dir";
@@ -249,6 +283,9 @@ struct BadInput {
   std::string expected;  // a substring of the one-line error
 };
 
+// gtest prints a parameter by this: its arguments, not its bytes.
+void PrintTo(const BadInput& input, std::ostream* out) { *out << "explorer " << input.args; }
+
 class ExplorerErrors : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(ExplorerErrors, OneLineWithLocationAndExitTwo) {
@@ -287,7 +324,37 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"no random program", "random --count 0", "--count: must be 1 to 10000000"},
         BadInput{"a seed that is not a number", "random --seed x", "--seed: 'x' is not a seed"},
         BadInput{"random programs of no length", "random --length 0", "--length: must be 1 to 1000"},
-        BadInput{"a search option for random", "random --threads 2", "--threads is not an option of random"}),
+        BadInput{"a search option for random", "random --threads 2", "--threads is not an option of random"},
+        // Every option belongs to the commands that take it, wherever it stands; the bare
+        // --depth form is the search command and takes only the search's options.
+        BadInput{"a random option for the search", "--depth 1 --seed 5 --length 3", "--seed is not an option of search"},
+        BadInput{"a count for the search", "--depth 1 --count 3", "--count is not an option of search"},
+        BadInput{"a random option for the search command", "search --depth 1 --length 3",
+                 "--length is not an option of search"},
+        BadInput{"a random option before the search command", "--seed 5 search --depth 1",
+                 "--seed is not an option of search"},
+        BadInput{"a search option before random", "--max-states 5 random", "--max-states is not an option of random"},
+        BadInput{"a search option for table", "table --threads 2", "--threads is not an option of table"},
+        BadInput{"the search without a depth", "search --semantics upstream", "search: give --depth N"},
+        // An empty value is a value, and not one of these options takes it.
+        BadInput{"an empty memory budget", "--depth 1 --max-memory ''", "--max-memory: an empty value"},
+        BadInput{"an empty state budget", "--depth 1 --max-states ''", "--max-states: an empty value"},
+        BadInput{"no invariants to check", "--depth 1 --check ''", "--check: an empty value"},
+        BadInput{"an empty snapshot directory", "--depth 1 --snapshot ''", "--snapshot: an empty value"},
+        BadInput{"an empty directory to resume", "--depth 1 --resume ''", "--resume: an empty value"},
+        BadInput{"an empty seed", "random --seed ''", "--seed: an empty value"},
+        BadInput{"an empty count", "random --count ''", "--count: an empty value"},
+        BadInput{"an empty length", "random --length ''", "--length: an empty value"},
+        BadInput{"an empty depth", "--depth ''", "--depth: an empty value"},
+        BadInput{"an empty semantics", "run 5 --semantics ''", "--semantics: an empty value"},
+        // Numbers are decimal digits: no 0x, no sign; too large is said so.
+        BadInput{"hexadecimal threads", "--depth 1 --threads 0x3", "--threads: '0x3' is not"},
+        BadInput{"a signed depth", "--depth +2", "--depth: '+2' is not"},
+        BadInput{"a state budget past 64 bits", "--depth 1 --max-states 99999999999999999999",
+                 "--max-states: '99999999999999999999' is too large"},
+        BadInput{"a memory budget past 64 bits", "--depth 1 --max-memory 99999999999999999999K",
+                 "--max-memory: '99999999999999999999K' is too large"},
+        BadInput{"hexadecimal memory", "--depth 1 --max-memory 0x10", "--max-memory: '0x10' is not a size"}),
     [](const ::testing::TestParamInfo<BadInput>& input) {
       std::string name = input.param.what;
       for (char& c : name) c = (c == ' ' || c == '-') ? '_' : c;

@@ -104,7 +104,7 @@ case "$case_name" in
     # Only a search runs on several processes.
     mpi 2 list
     [ "$status" -eq 2 ] || fail "list under mpirun -np 2: exit $status"
-    [ "$(grep -c "only a --depth search runs on several processes" "$work/err")" -eq 1 ] || fail "list: not one line"
+    [ "$(grep -c "only a search runs on several processes" "$work/err")" -eq 1 ] || fail "list: not one line"
     ;;
   *)
     fail "unknown case $case_name"
