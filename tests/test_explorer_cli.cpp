@@ -277,6 +277,25 @@ TEST(ExplorerErrors, OutOfMemoryIsOneLineAndExitTwo) {
 #endif
 }
 
+// A worker thread that cannot start (the system's limit on threads or memory) stops the
+// search: the threads already started are joined, and one line says which thread failed
+// (before, the unjoined threads ended the program in std::terminate). The failure is injected
+// at a chosen thread (explorer/test_faults.hpp), and then met for real under an address-space
+// limit that 16 threads' stacks do not fit.
+TEST(ExplorerErrors, AWorkerThreadThatCannotStartIsOneLineAndExitTwo) {
+  const Result r = fp8sm::test_support::run_command("FP8SM_TEST_FAULT='refuse thread-start 5' " +
+                                                    std::string(FP8SM_EXPLORER) + " --depth 3 --threads 16 2>&1");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(r.out, "explorer: error: cannot start worker thread 5 of 16: Resource temporarily unavailable\n");
+#ifndef FP8SM_ASAN
+  const Result limited = fp8sm::test_support::run_command("bash -c 'ulimit -v 100000; exec " +
+                                                          std::string(FP8SM_EXPLORER) + " --depth 2 --threads 16' 2>&1");
+  EXPECT_EQ(limited.status, 2) << limited.out;
+  EXPECT_EQ(lines(limited.out), 1) << limited.out;
+  EXPECT_EQ(limited.out.rfind("explorer: error: ", 0), 0u) << limited.out;
+#endif
+}
+
 struct BadInput {
   const char* what;
   std::string args;
