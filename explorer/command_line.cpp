@@ -91,7 +91,8 @@ constexpr const char* kFooter =
     "exists (a directory or an unreadable file is an error), else as a catalogue name or row (see\n"
     "'explorer list'); 'catalogue:NAME' or 'catalogue:ROW' always names the catalogue.\n"
     "Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or input, 3 a search stopped\n"
-    "by --max-states or --max-memory with no violation in what it explored.\n"
+    "by --max-states or --max-memory with no violation in what it explored, 4 a search stopped by\n"
+    "SIGINT or SIGTERM (with the report of what it explored; a second signal ends it at once).\n"
     "Under mpirun -np K a search runs on K processes with the same report; --max-memory is then the\n"
     "whole job's budget, each rank getting a K-th of it.\n";
 

@@ -23,7 +23,8 @@
 //
 // Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or bad input (also a
 // resource the run could not get), 3 a search stopped by a budget before it finished with no
-// violation found in what it explored.
+// violation found in what it explored, 4 a search stopped by SIGINT or SIGTERM (its report
+// covers what it explored, violations included; interrupt_signals.hpp).
 #include <fmt/format.h>
 
 #include <sys/stat.h>
@@ -39,6 +40,7 @@
 
 #include "explorer/catalogue_report.hpp"
 #include "explorer/command_line.hpp"
+#include "explorer/interrupt_signals.hpp"
 #include "explorer/mermaid.hpp"
 #include "explorer/ranks.hpp"
 #include "explorer/report.hpp"
@@ -71,6 +73,7 @@ constexpr int kClean = 0;
 constexpr int kViolations = 1;
 constexpr int kUsageError = 2;
 constexpr int kIncomplete = 3;
+constexpr int kInterrupted = 4;  // not 128 + the signal: the explorer ended itself, with a report
 constexpr int kMaxThreads = 256;
 
 spec::Semantics semantics_option(const std::string& text) {
@@ -204,8 +207,24 @@ spec::InvariantSet checks_option(const std::string& text) {
 explorer::Ranks* the_ranks = nullptr;
 bool printing() { return the_ranks == nullptr || the_ranks->rank() == 0; }
 
+// The line on standard error of a search that a signal stopped: where, what it explored, and
+// how to go on from its snapshot.
+std::string interrupted_line(const explorer::SearchOptions& options, const explorer::SearchResult& result,
+                             const std::string& signal) {
+  std::string line = fmt::format(
+      "explorer: interrupted{} at depth {}: {} states explored, complete to depth {}; the report covers what was "
+      "explored",
+      signal.empty() ? "" : " by " + signal, result.depth_completed + 1, result.distinct, result.depth_completed);
+  if (!options.snapshot_dir.empty()) {
+    line += result.depth_completed > 0
+                ? fmt::format("; --resume '{}' continues from layer {}", options.snapshot_dir, result.depth_completed)
+                : std::string("; no layer was complete, so there is no snapshot to resume");
+  }
+  return line;
+}
+
 // `explorer search`: the search, and its report (text, JSON or the counterexamples drawn).
-int search_command(const explorer::SearchOptions& options, bool json, Picture picture) {
+int search_command(explorer::SearchOptions options, bool json, Picture picture) {
   // A progress line on a terminal, for runs of more than a second.
   const bool show_progress = printing() && !json && isatty(STDERR_FILENO) != 0;
   auto progress = [&](const explorer::LayerStats& layer, double seconds) {
@@ -215,10 +234,23 @@ int search_command(const explorer::SearchOptions& options, bool json, Picture pi
     }
   };
   explorer::SingleRank alone;
-  const explorer::SearchResult result = explorer::search(options, the_ranks != nullptr ? *the_ranks : alone, progress);
-  const int status = !result.counterexamples.empty() ? kViolations : result.complete ? kClean : kIncomplete;
+  explorer::SearchResult result;
+  std::string signal;
+  {
+    // SIGINT and SIGTERM stop the search, not the program, while it runs (interrupt_signals.hpp).
+    const explorer::InterruptSignals signals;
+    options.interrupt = &signals.requested();
+    result = explorer::search(options, the_ranks != nullptr ? *the_ranks : alone, progress);
+    options.interrupt = nullptr;
+    signal = signals.received();
+  }
+  const bool interrupted = result.stop_reason == explorer::StopReason::Interrupted;
+  int status = result.complete ? kClean : kIncomplete;
+  if (!result.counterexamples.empty()) status = kViolations;
+  if (interrupted) status = kInterrupted;
   if (!printing()) return status;
   if (show_progress && result.seconds > 1.0) fmt::print(stderr, "\n");
+  if (interrupted) fmt::print(stderr, "{}\n", interrupted_line(options, result, signal));
   if (result.resumed_from_layer >= 0) {
     fmt::print(stderr, "explorer: resumed from layer {} of the snapshot in '{}'\n", result.resumed_from_layer,
                options.snapshot_dir);

@@ -28,6 +28,12 @@ void test_fault(const char* point, int layer, int rank) {
     std::fflush(nullptr);
     std::raise(SIGKILL);
   }
+  static bool signalled = false;  // "interrupt" and "stop" act once per process
+  if ((action == "interrupt" || action == "stop") && !signalled) {
+    signalled = true;
+    std::fflush(nullptr);
+    std::raise(action == "interrupt" ? SIGINT : SIGSTOP);
+  }
   if (action == "throw") {
     throw std::runtime_error(fmt::format("a fault on purpose (FP8SM_TEST_FAULT) at {} of layer {}", point, layer));
   }

@@ -3,8 +3,11 @@
 // "ACTION POINT LAYER [RANK]" and this rank (any rank, without RANK) reaches POINT of layer
 // LAYER, it does ACTION there:
 //
-//   kill    SIGKILL to itself, as a crash, the kernel's OOM killer or `kill -9` would
-//   throw   a std::runtime_error, as a program past the flat state's capacity would
+//   kill       SIGKILL to itself, as a crash, the kernel's OOM killer or `kill -9` would
+//   throw      a std::runtime_error, as a program past the flat state's capacity would
+//   interrupt  SIGINT to itself, as Ctrl-C would (once: a second SIGINT would end the process)
+//   stop       SIGSTOP to itself (once), so that a test can signal it at a known point of the
+//              search and let it go on with SIGCONT
 //
 // The points: `expansion` (expanding the layer's parents, several ranks only),
 // `rank-file-written` (its snapshot file of the layer is in place, the manifest not yet),

@@ -148,6 +148,24 @@ TEST(ExplorerDepth, MemoryBudgetStopsWithAPartialReport) {
   EXPECT_NE(text.out.find("stopped at the memory budget (--max-memory)"), std::string::npos) << text.out;
 }
 
+// An interrupted search (SIGINT here, which the explorer sends itself once layer 2 is saved)
+// is exit status 4, with the report of what it explored: complete to depth 2.
+TEST(ExplorerDepth, AnInterruptedSearchIsExitFourWithAPartialReport) {
+  const std::string dir = fmt::format("{}fp8sm-cli-interrupted-{}", ::testing::TempDir(), getpid());
+  std::system(("rm -rf '" + dir + "'").c_str());
+  const Result r = fp8sm::test_support::run_command("FP8SM_TEST_FAULT='interrupt manifest-written 2' " +
+                                                    std::string(FP8SM_EXPLORER) + " --depth 4 --json --snapshot '" +
+                                                    dir + "' 2>/dev/null");
+  std::system(("rm -rf '" + dir + "'").c_str());
+  EXPECT_EQ(r.status, 4) << r.out;
+  const nlohmann::json d = document(r);
+  EXPECT_EQ(d["complete"], false);
+  EXPECT_EQ(d["stopped_by"], "interrupted");
+  EXPECT_EQ(d["depth_completed"], 2);
+  EXPECT_EQ(d["layers"].size(), 3u);
+  EXPECT_EQ(d["distinct_states"], d["layers"][2]["distinct"]);
+}
+
 TEST(ExplorerList, ShowsTheWholeCatalogue) {
   const Result r = explorer("list");
   EXPECT_EQ(r.status, 0);
