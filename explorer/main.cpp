@@ -263,9 +263,9 @@ int search_command(explorer::SearchOptions options, bool json, Picture picture) 
                result.depth_completed + 1);
   }
   if (picture == Picture::Mermaid) {
-    fmt::print("{}", explorer::counterexamples_mermaid(result.counterexamples, options.semantics));
+    fmt::print("{}", explorer::search_mermaid(options, result));
   } else if (picture == Picture::Dot) {
-    fmt::print("{}", explorer::counterexamples_dot(result.counterexamples, options.semantics));
+    fmt::print("{}", explorer::search_dot(options, result));
   } else {
     fmt::print("{}", json ? explorer::json_line(explorer::search_json(options, result))
                           : explorer::search_text(options, result));

@@ -125,6 +125,19 @@ std::string search_text(const SearchOptions& options, const SearchResult& result
   return out;
 }
 
+std::string search_picture_note(const SearchOptions& options, const SearchResult& result) {
+  if (result.complete) {
+    if (!result.counterexamples.empty()) return "";
+    return fmt::format("no counterexample: every program of up to {} statements holds {} under {}", options.depth,
+                       holding(options, result).to_string(), spec::name(options.semantics));
+  }
+  const std::string stop = fmt::format("the search {} while expanding depth {}, complete to depth {}",
+                                       stop_text(result.stop_reason), result.depth_completed + 1,
+                                       result.depth_completed);
+  if (result.counterexamples.empty()) return "no counterexample in what was explored: " + stop;
+  return stop + ": the counterexamples below are those of what was explored";
+}
+
 Json counterexample_json(spec::Semantics semantics, const Counterexample& c, std::uint64_t violating_states) {
   Json document = json_document(kCounterexampleFormat);
   document["semantics"] = std::string(spec::name(semantics));
