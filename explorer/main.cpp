@@ -225,9 +225,15 @@ std::string interrupted_line(const explorer::SearchOptions& options, const explo
 
 // `explorer search`: the search, and its report (text, JSON or the counterexamples drawn).
 int search_command(explorer::SearchOptions options, bool json, Picture picture) {
-  // A progress line on a terminal, for runs of more than a second.
+  // A progress line on a terminal, for runs of more than a second. The first call is the
+  // search's start: a resumed search's resumed layer, said at once.
   const bool show_progress = printing() && !json && isatty(STDERR_FILENO) != 0;
+  bool started = false;
   auto progress = [&](const explorer::LayerStats& layer, double seconds) {
+    if (!started && options.resume) {
+      fmt::print(stderr, "explorer: resumed from layer {} of the snapshot in '{}'\n", layer.depth, options.snapshot_dir);
+    }
+    started = true;
     if (show_progress && seconds > 1.0) {
       fmt::print(stderr, "\rdepth {}: {} states, {} s   ", layer.depth, layer.distinct, static_cast<long>(seconds));
       std::fflush(stderr);
@@ -251,10 +257,6 @@ int search_command(explorer::SearchOptions options, bool json, Picture picture) 
   if (!printing()) return status;
   if (show_progress && result.seconds > 1.0) fmt::print(stderr, "\n");
   if (interrupted) fmt::print(stderr, "{}\n", interrupted_line(options, result, signal));
-  if (result.resumed_from_layer >= 0) {
-    fmt::print(stderr, "explorer: resumed from layer {} of the snapshot in '{}'\n", result.resumed_from_layer,
-               options.snapshot_dir);
-  }
   if (result.memory_stop_rank >= 0) {
     fmt::print(stderr,
                "explorer: rank {} of {} reached its share of --max-memory ({:.1f} MiB, the budget divided among the "

@@ -131,7 +131,8 @@ class Ranks;
 // The search in this process alone.
 SearchResult search(const SearchOptions& options, const ProgressCallback& progress = {});
 // This rank's part of a search over `ranks` (every rank calls it with the same options); every
-// rank returns the whole result. `progress` is called on rank 0 only.
+// rank returns the whole result. `progress` is called on rank 0 only: first when the search
+// starts (with layer 0, or the layer a resumed search starts from), then after each layer.
 SearchResult search(const SearchOptions& options, Ranks& ranks, const ProgressCallback& progress = {});
 
 }  // namespace fp8sm::explorer

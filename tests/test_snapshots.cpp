@@ -326,6 +326,55 @@ TEST_F(RefusedSnapshots, AFileOfAnotherSnapshotIsRefused) {
   expect_refused(kSearch, "is of another search: it has coverage=on, this run coverage=off");
 }
 
+// A directory where a rank's file should be is said to be one, not "truncated".
+TEST_F(RefusedSnapshots, ADirectoryInPlaceOfARankFileIsRefusedAsSuch) {
+  fs::remove(rank_file_);
+  fs::create_directory(rank_file_);
+  expect_refused(kSearch, "'" + rank_file_ + "' is a directory, not a snapshot file");
+}
+
+// The manifest is its lines and its checksum line, last: anything after it is damage.
+TEST_F(RefusedSnapshots, AManifestWithATrailingLineIsRefused) {
+  const std::string text = read_file(snapshot_ + "/manifest");
+  for (const std::string& extra : {std::string("layer 4\n"), std::string("\n"), std::string("x")}) {
+    SCOPED_TRACE(extra);
+    write_file(snapshot_ + "/manifest", text + extra);
+    expect_refused(kSearch, "manifest' is corrupt: text after its checksum line");
+  }
+  // And a line the checksum covers that the manifest does not have (made by hand).
+  std::string lines = text.substr(0, text.rfind("checksum "));
+  lines += "rank 1 checksum 0123456789abcdef\n";
+  char checksum[17];
+  std::snprintf(checksum, sizeof checksum, "%016llx",
+                static_cast<unsigned long long>(XXH64(lines.data(), lines.size(), 0)));
+  write_file(snapshot_ + "/manifest", lines + "checksum " + checksum + "\n");
+  expect_refused(kSearch, "manifest' is corrupt: a line after the ranks' checksums");
+}
+
+// --resume DIR of a DIR that does not exist is refused, and does not make it.
+TEST_F(Snapshots, ResumingADirectoryThatDoesNotExistMakesNone) {
+  const std::string missing = dir("missing");
+  const ExplorerRun run = explorer_run("--depth 4 --resume " + missing);
+  EXPECT_EQ(run.status, 2) << run.out;
+  EXPECT_EQ(run.out, "explorer: error: '" + missing + "' holds no snapshot to resume: there is no such directory\n");
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+// "resumed from layer D" is said when the search starts from it, not when it ends: here the
+// resumed search stops itself (SIGSTOP) after saving layer 4, and the line is already there.
+TEST_F(Snapshots, AResumedSearchSaysSoWhenItStarts) {
+  const std::string d = dir("s");
+  ASSERT_EQ(explorer_run("--depth 6 --check I1 --snapshot " + d, "FP8SM_TEST_FAULT='kill manifest-written 3'").status,
+            128 + 9);
+  const std::string output = dir("resumed.out");
+  ExplorerProcess explorer({"--depth", "6", "--check", "I1", "--resume", d}, output, "stop manifest-written 4");
+  ASSERT_TRUE(explorer.wait_until_stopped()) << read_file(output);
+  EXPECT_EQ(read_file(output), "explorer: resumed from layer 3 of the snapshot in '" + d + "'\n");
+  explorer.signal(SIGTERM);  // the rest of the search is not this test's
+  explorer.signal(SIGCONT);
+  EXPECT_EQ(explorer.wait(), 4);
+}
+
 TEST_F(RefusedSnapshots, ADamagedManifestIsRefused) {
   std::string text = read_file(snapshot_ + "/manifest");
   text[text.find("layer 3")] = 'L';
