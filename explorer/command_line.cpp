@@ -83,6 +83,19 @@ std::string commands_text(Commands commands) {
   return text;
 }
 
+// A command's options, for its --help, and where to read more.
+std::string options_help(Command command) {
+  std::string text;
+  for (const OptionDeclaration& o : kOptions) {
+    if ((o.commands & taken_by(command)) == 0) continue;
+    const std::string name = o.value != nullptr ? fmt::format("{} {}", o.name, o.value) : o.name;
+    text += fmt::format("  {:<26}  {}\n", name, o.help);
+  }
+  if (text.empty()) return fmt::format("{} takes no options. See 'explorer --help'.\n", command_name(command));
+  return fmt::format("Options of {} (they may stand before or after it):\n{}See 'explorer --help'.\n",
+                     command_name(command), text);
+}
+
 constexpr const char* kFooter =
     "Options may stand before or after the command. Each belongs to the commands in its brackets:\n"
     "given to another command, it is an error. An empty value is an error, and numbers are decimal\n"
@@ -157,6 +170,10 @@ CommandLine parse_command_line(int argc, char** argv) {
   subcommands[static_cast<std::size_t>(Command::List)] = app.add_subcommand("list", "list the built-in catalogue");
   subcommands[static_cast<std::size_t>(Command::Invariants)] = app.add_subcommand("invariants", "list the invariants");
   subcommands[static_cast<std::size_t>(Command::Table)] = app.add_subcommand("table", "print the transition table");
+
+  // A command's help ends with its options, which are the program's (so CLI11 lists them in the
+  // program's help only).
+  for (Command c : kCommands) subcommands[static_cast<std::size_t>(c)]->footer(options_help(c));
 
   try {
     app.parse(argc, argv);

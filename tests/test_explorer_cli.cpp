@@ -220,6 +220,19 @@ TEST(ExplorerSearch, TheSearchCommandAndItsAliasPrintTheSameReport) {
   }
 }
 
+// A command's --help lists the options it takes, and no other.
+TEST(ExplorerSearch, EachCommandsHelpListsItsOptions) {
+  const Result search = explorer("search --help");
+  EXPECT_EQ(search.status, 0);
+  EXPECT_NE(search.out.find("--depth N"), std::string::npos) << search.out;
+  EXPECT_NE(search.out.find("--max-memory SIZE"), std::string::npos) << search.out;
+  EXPECT_EQ(search.out.find("--seed"), std::string::npos) << search.out;
+  const Result random = explorer("random --help");
+  EXPECT_NE(random.out.find("--seed S"), std::string::npos) << random.out;
+  EXPECT_EQ(random.out.find("--depth"), std::string::npos) << random.out;
+  EXPECT_NE(explorer("list --help").out.find("list takes no options"), std::string::npos);
+}
+
 // Every number is read in decimal: a leading zero does not make it octal (010 is ten), and
 // 0x is no prefix. `random --length 010` is ten choices, not eight.
 TEST(ExplorerOptions, NumbersAreDecimal) {
