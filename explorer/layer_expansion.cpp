@@ -1,11 +1,16 @@
 #include "explorer/layer_expansion.hpp"
 
+#include <fmt/core.h>
+
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "explorer/alphabet.hpp"
+#include "explorer/test_faults.hpp"
 
 namespace fp8sm::explorer {
 
@@ -136,7 +141,20 @@ void LayerExpansion::expand(const Frontier& frontier, std::size_t begin, std::si
     }
   };
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads && t < n; ++t) pool.emplace_back(worker, std::ref(*scratch_[t]));
+  pool.reserve(threads);
+  for (std::size_t t = 1; t < threads && t < n; ++t) {
+    try {
+      test_thread_start_fault(t + 1);
+      pool.emplace_back(worker, std::ref(*scratch_[t]));
+    } catch (const std::system_error& e) {
+      // A std::thread destroyed unjoined ends the program (std::terminate): the threads started
+      // so far stop and are joined before the failure goes up as one error.
+      stop.store(true, std::memory_order_release);
+      for (std::thread& started : pool) started.join();
+      throw std::runtime_error(fmt::format("cannot start worker thread {} of {}: {}", t + 1, threads,
+                                           e.code().message()));
+    }
+  }
   try {
     for (std::size_t m = 0; m < n && !stop.load(std::memory_order_acquire);) {
       if (ready[m % slots].load(std::memory_order_acquire)) {

@@ -31,7 +31,9 @@ class LayerExpansion {
   // Expands frontier[begin, end) on the options' threads, the calling thread among them; it
   // also hands each parent's chains to `consume`, in index order, as soon as they are ready
   // (workers run a bounded window ahead of it). The first exception a thread raised (a program
-  // past the flat state's capacity) is rethrown once all have stopped.
+  // past the flat state's capacity) is rethrown once all have stopped. A thread that cannot
+  // start (the system's limit on threads or memory) is a std::runtime_error "cannot start
+  // worker thread K of T: why", thrown once the threads started before it are joined.
   void expand(const Frontier& frontier, std::size_t begin, std::size_t end, const Consumer& consume);
 
  private:

@@ -4,7 +4,9 @@
 
 #include <iterator>
 
+#include "explorer/picture_text.hpp"
 #include "explorer/report.hpp"
+#include "explorer/search_report.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario_parser.hpp"
 
@@ -12,14 +14,12 @@ namespace fp8sm::explorer {
 
 std::string mermaid_text(const std::string& text) {
   std::string out;
-  for (char c : text) {
+  for (char c : picture_text(text)) {
     switch (c) {
       case '#': out += "#35;"; break;  // starts an entity code
       case ';': out += "#59;"; break;  // ends a statement, like a newline
       case '<': out += "#lt;"; break;  // would open an HTML tag
       case '>': out += "#gt;"; break;
-      case '\n':
-      case '\r': out += ' '; break;
       default: out += c;
     }
   }
@@ -28,12 +28,9 @@ std::string mermaid_text(const std::string& text) {
 
 namespace {
 
-// A comment line: only the line's end ends it, and "%%{" would open a directive.
-std::string comment(const std::string& text) {
-  std::string line;
-  for (char c : text) line += (c == '\n' || c == '\r') ? ' ' : c;
-  return fmt::format("%% {}\n", line);
-}
+// A comment line: only the line's end ends it (picture_text leaves no newline in it), and the
+// space after "%%" keeps it from opening a directive ("%%{").
+std::string comment(const std::string& text) { return fmt::format("%% {}\n", picture_text(text)); }
 
 std::string participants_over(Part from, Part to) {
   return from == to ? part_id(from) : fmt::format("{},{}", part_id(from), part_id(to));
@@ -63,12 +60,14 @@ std::string run_mermaid(const RunSequence& run) {
   return out;
 }
 
-std::string counterexamples_mermaid(const std::vector<Counterexample>& counterexamples, spec::Semantics semantics) {
-  std::string out;
-  for (const Counterexample& c : counterexamples) {
-    if (!out.empty()) out += "\n";
+std::string search_mermaid(const SearchOptions& options, const SearchResult& result) {
+  const std::string note = search_picture_note(options, result);
+  std::string out = note.empty() ? "" : comment(note);
+  for (std::size_t i = 0; i < result.counterexamples.size(); ++i) {
+    const Counterexample& c = result.counterexamples[i];
+    if (i > 0) out += "\n";
     out += comment(fmt::format("{}: {}", spec::id(c.invariant), with_module_names(c.reason, c.program)));
-    out += run_mermaid(record_counterexample(c, semantics));
+    out += run_mermaid(record_counterexample(c, options.semantics));
   }
   return out;
 }

@@ -21,12 +21,14 @@
 //
 // Each step is a `rect` block that opens with a "step k" note and closes with the step's
 // counts and its violations; a message is an event fired into the table, with the rows it
-// took (run_sequence.hpp says what each note is). Text is escaped as Mermaid asks: `#`, `;`,
-// `<` and `>` as entity codes (#35; #59; #lt; #gt;).
+// took (run_sequence.hpp says what each note is). Text is made valid UTF-8 without control
+// characters as the JSON documents make it (picture_text.hpp: a newline as \n), then escaped as
+// Mermaid asks: `#`, `;`, `<` and `>` as entity codes (#35; #59; #lt; #gt;).
 //
-// The counterexamples of a search: for each, in the report's order, a comment line
-// "%% I1: <reason>", the counterexample's diagram, and a blank line between two; nothing at
-// all when the search found none (its exit status says so).
+// A search's picture: first, when the search found no counterexample or stopped early, a
+// comment line saying so (search_report.hpp's search_picture_note), then for each
+// counterexample, in the report's order, a comment line "%% I1: <reason>", the
+// counterexample's diagram, and a blank line between two.
 #pragma once
 
 #include <string>
@@ -37,14 +39,15 @@
 
 namespace fp8sm::explorer {
 
-// `text` as Mermaid message or note text: entity codes for what would end or break it, a
-// newline as a space.
+// `text` as Mermaid message or note text: picture_text, then entity codes for what would end
+// or break it.
 std::string mermaid_text(const std::string& text);
 
 // The diagram of one run, ending in a newline.
 std::string run_mermaid(const RunSequence& run);
 
-// Every counterexample's diagram, run under `semantics` (the search's), as above.
-std::string counterexamples_mermaid(const std::vector<Counterexample>& counterexamples, spec::Semantics semantics);
+// The search's picture, as above: every counterexample's diagram, run under the search's
+// semantics.
+std::string search_mermaid(const SearchOptions& options, const SearchResult& result);
 
 }  // namespace fp8sm::explorer

@@ -15,8 +15,9 @@ namespace fp8sm::explorer {
 // successors go to their owners as one message per rank, which the owners merge in key
 // order. A rank expands kRoundsAhead rounds ahead of the round it merges, so a round that
 // took another rank longer costs no waiting unless that rank falls that far behind. A message
-// starts with a status byte: 0, successors follow; 1, the rank failed (a program past the
-// flat state's capacity, memory), and why.
+// starts with a RoundStatus: successors follow; the rank failed (a program past the flat
+// state's capacity, memory), and why; or it was interrupted. A round in which some rank failed
+// or was interrupted is merged by none: every rank stops there.
 void RankSearch::expand_in_rounds(int depth) {
   const std::vector<std::uint64_t> thresholds = round_thresholds();
   const std::size_t rounds = thresholds.size() + 1;
@@ -49,12 +50,21 @@ void RankSearch::expand_in_rounds(int depth) {
         in[r] = ranks_.receive(static_cast<int>(r));
       }
     }
+    bool interrupted = false;
     for (std::size_t r = 0; r < ranks; ++r) {
-      if (in[r].empty() || in[r][0] != 0) {
+      if (in[r].empty() || in[r][0] == kRoundFailed || in[r][0] > kRoundInterrupted) {
         drain(own);
         throw RankFailure(fmt::format("rank {} of {}: {}", r, ranks,
-                                      in[r].empty() ? std::string("an empty message") : std::string(in[r].begin() + 1, in[r].end())));
+                                      in[r].empty() || in[r][0] != kRoundFailed
+                                          ? std::string("a message that does not start with a status")
+                                          : std::string(in[r].begin() + 1, in[r].end())));
       }
+      interrupted = interrupted || in[r][0] == kRoundInterrupted;
+    }
+    if (interrupted) {
+      stopped_ = StopReason::Interrupted;
+      drain(own);
+      return;
     }
     merge_round(in, depth);
     if (stopped_ != StopReason::None) {
@@ -65,12 +75,17 @@ void RankSearch::expand_in_rounds(int depth) {
 }
 
 // The parents [begin, end) expanded, their successors packed for their owners, each message
-// after its status byte; or, once the expansion has failed, that failure.
+// after its status byte; or, once the expansion has failed, that failure; or, once this
+// process was asked to stop, nothing but that.
 void RankSearch::expand_round(std::size_t begin, std::size_t end, int depth, std::vector<Bytes>& out, std::string& failure) {
-  for (Bytes& message : out) message.assign(1, 0);
+  for (Bytes& message : out) message.assign(1, kRoundSuccessors);
   if (failure.empty()) {
     try {
       test_fault("expansion", depth + 1, me());
+      if (interrupt_requested()) {
+        for (Bytes& message : out) message.assign(1, kRoundInterrupted);
+        return;
+      }
       SuccessorPacker packer(out, options_.coverage);
       expansion_->expand(state_.frontier, begin, end, [&](std::size_t index, const Links& links) {
         const FrontierEntry& parent = state_.frontier[index];
@@ -90,7 +105,7 @@ void RankSearch::expand_round(std::size_t begin, std::size_t end, int depth, std
   }
   if (failure.empty()) return;
   for (Bytes& message : out) {
-    message.assign(1, 1);
+    message.assign(1, kRoundFailed);
     message.insert(message.end(), failure.begin(), failure.end());
   }
 }

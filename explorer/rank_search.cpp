@@ -123,10 +123,18 @@ void RankSearch::expand_layer(int depth) {
 }
 
 // One rank: the chains of each parent merged as they come, in key order (the one-process
-// search), and a budget stops at the very state that reaches it.
+// search), and a budget stops at the very state that reaches it. An interrupt stops it before the next parent, so that a long layer stops promptly.
 void RankSearch::expand_alone(int depth) {
   const int length = depth + 1;
+  if (interrupt_requested()) {
+    stopped_ = StopReason::Interrupted;
+    return;
+  }
   expansion_->expand(state_.frontier, 0, state_.frontier.size(), [&](std::size_t index, const Links& links) {
+    if (interrupt_requested()) {
+      stopped_ = StopReason::Interrupted;
+      return false;
+    }
     constexpr std::size_t kAhead = 16;  // the table's slots asked for ahead of their lookup
     const std::size_t n = links.links.size();
     for (std::size_t i = 0; i < std::min(kAhead, n); ++i) state_.seen.prefetch(links.links[i].fingerprint);

@@ -7,6 +7,7 @@
 // (rank_search.cpp). Snapshots are written and read in rank_snapshots.cpp.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -35,6 +36,11 @@ inline constexpr std::size_t kProgressEvery = 8;
 inline constexpr std::size_t kRoundsAhead = 4;
 inline constexpr std::uint64_t kNoKey = std::numeric_limits<std::uint64_t>::max();
 
+// The status byte that starts every message of a round (several ranks): successors follow; the
+// sending rank failed, and why follows; or it was interrupted (SearchOptions::interrupt), and
+// nothing follows. Every rank reads the same statuses for a round, so all stop at the same one.
+enum RoundStatus : std::uint8_t { kRoundSuccessors = 0, kRoundFailed = 1, kRoundInterrupted = 2 };
+
 // Where a layer's merge stops: at the state that reaches --max-states (stored, the rest of its
 // chain not counted) or at the first state that does not fit --max-memory (its transition
 // counted, the state not stored); nothing after it counts.
@@ -54,6 +60,10 @@ class RankSearch {
   static double seconds_since(std::chrono::steady_clock::time_point start);
   int me() const { return ranks_.rank(); }
   bool alone() const { return ranks_.size() == 1; }
+  // Whether this process was asked to stop (SearchOptions::interrupt).
+  bool interrupt_requested() const {
+    return options_.interrupt != nullptr && options_.interrupt->load(std::memory_order_relaxed);
+  }
 
   // ---- the root and the end of a layer -------------------------------------------------------
 
@@ -77,12 +87,14 @@ class RankSearch {
   // successors go to their owners as one message per rank, which the owners merge in key
   // order. A rank expands kRoundsAhead rounds ahead of the round it merges, so a round that
   // took another rank longer costs no waiting unless that rank falls that far behind. A message
-  // starts with a status byte: 0, successors follow; 1, the rank failed (a program past the
-  // flat state's capacity, memory), and why.
+  // starts with a RoundStatus: successors follow; the rank failed (a program past the flat
+  // state's capacity, memory), and why; or it was interrupted. A round in which some rank failed
+  // or was interrupted is merged by none: every rank stops there.
   void expand_in_rounds(int depth);
 
   // The parents [begin, end) expanded, their successors packed for their owners, each message
-  // after its status byte; or, once the expansion has failed, that failure.
+  // after its status byte; or, once the expansion has failed, that failure; or, once this
+  // process was asked to stop, nothing but that.
   void expand_round(std::size_t begin, std::size_t end, int depth, std::vector<Bytes>& out, std::string& failure);
 
   // The rounds sent and not merged, which no rank will merge now (every rank stops at the same

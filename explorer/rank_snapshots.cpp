@@ -78,7 +78,7 @@ std::uint64_t model_identity(const SearchOptions& options, const ModelState& roo
 void RankSearch::open_snapshot_dir() {
   identity_ = snapshot_identity(options_, ranks_.size(), model_identity(options_, *root_));
   agreed(ranks_, [&] {
-    prepare_snapshot_dir(options_.snapshot_dir);
+    prepare_snapshot_dir(options_.snapshot_dir, !options_.resume);
     if (!options_.resume && me() == 0) {
       if (const auto manifest = read_manifest(options_.snapshot_dir)) {
         throw SnapshotError(fmt::format(

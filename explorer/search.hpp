@@ -21,6 +21,7 @@
 // same for any K (docs/explorer.md, "Many processes").
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -61,9 +62,15 @@ struct SearchOptions {
   // complete layer instead of starting at the root, and ends with the uninterrupted result.
   std::string snapshot_dir;
   bool resume = false;
+  // Not null: a request to stop (set by a signal handler, explorer/interrupt_signals.hpp). One
+  // rank looks at it before each parent; several agree in the round where one of them saw it
+  // (rank_rounds.cpp). The search then ends as a budget ends it (StopReason::Interrupted): the
+  // layer being expanded counts as far as it was merged, and a snapshot of the last complete
+  // layer stays in snapshot_dir for --resume.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
-enum class StopReason { None, MaxStates, MaxMemory };
+enum class StopReason { None, MaxStates, MaxMemory, Interrupted };
 
 struct Counterexample {
   spec::Invariant invariant = spec::Invariant::I1;
@@ -91,7 +98,7 @@ struct SearchResult {
   std::vector<LayerStats> layers;
   std::uint64_t distinct = 0;
   std::uint64_t transitions = 0;
-  bool complete = true;  // false: stopped by max_states or max_memory
+  bool complete = true;  // false: stopped by max_states, max_memory or an interrupt
   StopReason stop_reason = StopReason::None;
   int depth_completed = 0;
   double seconds = 0;
@@ -124,7 +131,8 @@ class Ranks;
 // The search in this process alone.
 SearchResult search(const SearchOptions& options, const ProgressCallback& progress = {});
 // This rank's part of a search over `ranks` (every rank calls it with the same options); every
-// rank returns the whole result. `progress` is called on rank 0 only.
+// rank returns the whole result. `progress` is called on rank 0 only: first when the search
+// starts (with layer 0, or the layer a resumed search starts from), then after each layer.
 SearchResult search(const SearchOptions& options, Ranks& ranks, const ProgressCallback& progress = {});
 
 }  // namespace fp8sm::explorer

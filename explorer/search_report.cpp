@@ -31,8 +31,20 @@ const char* stop_name(StopReason reason) {
     case StopReason::None: return "none";
     case StopReason::MaxStates: return "max-states";
     case StopReason::MaxMemory: return "max-memory";
+    case StopReason::Interrupted: return "interrupted";
   }
   return "none";
+}
+
+// Why an incomplete search stopped, as its report says it.
+const char* stop_text(StopReason reason) {
+  switch (reason) {
+    case StopReason::MaxStates: return "stopped at the state budget (--max-states)";
+    case StopReason::MaxMemory: return "stopped at the memory budget (--max-memory)";
+    case StopReason::Interrupted: return "interrupted (SIGINT or SIGTERM)";
+    case StopReason::None: break;
+  }
+  return "stopped";
 }
 
 double rate(const SearchResult& r) { return r.seconds > 0 ? static_cast<double>(r.distinct) / r.seconds : 0.0; }
@@ -89,11 +101,9 @@ std::string search_text(const SearchOptions& options, const SearchResult& result
   }
   if (!result.complete) {
     fmt::format_to(to,
-                   "stopped at the {} while expanding depth {}: complete to depth {} only; the verdicts below are "
-                   "for what was explored\n",
-                   result.stop_reason == StopReason::MaxMemory ? "memory budget (--max-memory)"
-                                                               : "state budget (--max-states)",
-                   result.depth_completed, result.depth_completed);
+                   "{} while expanding depth {}: complete to depth {} only; the verdicts below are for what was "
+                   "explored\n",
+                   stop_text(result.stop_reason), result.depth_completed + 1, result.depth_completed);
   }
   for (const Counterexample& c : result.counterexamples) {
     fmt::format_to(to, "{} violated ({} states); shortest counterexample, {} statements: {}\n", spec::id(c.invariant),
@@ -113,6 +123,19 @@ std::string search_text(const SearchOptions& options, const SearchResult& result
                  bytes_per_state(result));
   out += ranks_line(result);
   return out;
+}
+
+std::string search_picture_note(const SearchOptions& options, const SearchResult& result) {
+  if (result.complete) {
+    if (!result.counterexamples.empty()) return "";
+    return fmt::format("no counterexample: every program of up to {} statements holds {} under {}", options.depth,
+                       holding(options, result).to_string(), spec::name(options.semantics));
+  }
+  const std::string stop = fmt::format("the search {} while expanding depth {}, complete to depth {}",
+                                       stop_text(result.stop_reason), result.depth_completed + 1,
+                                       result.depth_completed);
+  if (result.counterexamples.empty()) return "no counterexample in what was explored: " + stop;
+  return stop + ": the counterexamples below are those of what was explored";
 }
 
 Json counterexample_json(spec::Semantics semantics, const Counterexample& c, std::uint64_t violating_states) {

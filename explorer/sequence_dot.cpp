@@ -4,7 +4,10 @@
 
 #include <iterator>
 
+#include "explorer/dot_text.hpp"
+#include "explorer/picture_text.hpp"
 #include "explorer/report.hpp"
+#include "explorer/search_report.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario_parser.hpp"
 
@@ -12,16 +15,16 @@ namespace fp8sm::explorer {
 
 namespace {
 
-// Text inside an HTML-like label.
+// Text inside an HTML-like label (picture_text.hpp first: no control character, which XML
+// refuses, and valid UTF-8).
 std::string html(const std::string& text) {
   std::string out;
-  for (char c : text) {
+  for (char c : picture_text(text)) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
-      case '\n': out += "<BR/>"; break;
       default: out += c;
     }
   }
@@ -63,7 +66,7 @@ std::string run_sequence_dot(const RunSequence& run) {
   const std::string title = fmt::format("{} under {}", run.title, spec::name(run.semantics));
   std::string out;
   auto to = std::back_inserter(out);
-  fmt::format_to(to, "// {}\n", title);
+  out += dot_comment(title);
   fmt::format_to(to, "// A run as a sequence: a column per part of the model, a row per event (message) or note.\n");
   fmt::format_to(to, "digraph run {{\n");
   fmt::format_to(to, "  node [shape=plaintext, fontname=Helvetica, fontsize=10];\n");
@@ -84,12 +87,14 @@ std::string run_sequence_dot(const RunSequence& run) {
   return out;
 }
 
-std::string counterexamples_dot(const std::vector<Counterexample>& counterexamples, spec::Semantics semantics) {
-  std::string out;
-  for (const Counterexample& c : counterexamples) {
-    if (!out.empty()) out += "\n";
-    out += fmt::format("// {}: {}\n", spec::id(c.invariant), with_module_names(c.reason, c.program));
-    out += run_sequence_dot(record_counterexample(c, semantics));
+std::string search_dot(const SearchOptions& options, const SearchResult& result) {
+  const std::string note = search_picture_note(options, result);
+  std::string out = note.empty() ? "" : dot_comment(note);
+  for (std::size_t i = 0; i < result.counterexamples.size(); ++i) {
+    const Counterexample& c = result.counterexamples[i];
+    if (i > 0) out += "\n";
+    out += dot_comment(fmt::format("{}: {}", spec::id(c.invariant), with_module_names(c.reason, c.program)));
+    out += run_sequence_dot(record_counterexample(c, options.semantics));
   }
   return out;
 }

@@ -8,9 +8,11 @@
 // its receiver, ending in an arrowhead ("▶"); a note a yellow cell over its parts; each step
 // starts with a row "step k" and ends with its counts and violations (red).
 //
-// The counterexamples of a search: one digraph each, after a comment line "// I1: <reason>";
-// nothing when the search found none. `dot -Tsvg` draws the first graph of its input only
-// into one SVG document, so a picture of one counterexample selects it with --check.
+// A search's picture: first, when the search found no counterexample or stopped early, a
+// comment line saying so (search_report.hpp's search_picture_note), then one digraph per
+// counterexample, each after a comment line "// I1: <reason>". `dot -Tsvg` draws the first graph
+// of its input only into one SVG document, so a picture of one counterexample selects it with
+// --check.
 #pragma once
 
 #include <string>
@@ -23,6 +25,6 @@ namespace fp8sm::explorer {
 
 std::string run_sequence_dot(const RunSequence& run);
 
-std::string counterexamples_dot(const std::vector<Counterexample>& counterexamples, spec::Semantics semantics);
+std::string search_dot(const SearchOptions& options, const SearchResult& result);
 
 }  // namespace fp8sm::explorer

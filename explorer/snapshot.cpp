@@ -168,9 +168,18 @@ SnapshotReader::SnapshotReader(std::string path) : path_(std::move(path)), hash_
     delete hash_;
     throw SnapshotError(fmt::format("cannot read '{}': {}", path_, system_error_text()));
   }
-  std::setvbuf(file_, nullptr, _IOFBF, std::size_t{1} << 20);
+  // fopen opens a directory too (its reads then fail): say what is there instead of "truncated".
   struct stat info {};
-  if (::fstat(::fileno(file_), &info) == 0) size_ = static_cast<std::uint64_t>(info.st_size);
+  const bool known = ::fstat(::fileno(file_), &info) == 0;
+  if (known && !S_ISREG(info.st_mode)) {
+    std::fclose(file_);
+    delete hash_;
+    throw SnapshotError(S_ISDIR(info.st_mode)
+                            ? fmt::format("'{}' is a directory, not a snapshot file", path_)
+                            : fmt::format("'{}' is not a regular file, so not a snapshot file", path_));
+  }
+  if (known) size_ = static_cast<std::uint64_t>(info.st_size);
+  std::setvbuf(file_, nullptr, _IOFBF, std::size_t{1} << 20);
 }
 
 SnapshotReader::~SnapshotReader() {
@@ -244,12 +253,16 @@ std::optional<Manifest> read_manifest(const std::string& dir) {
   const auto corrupt = [&](const std::string& why) { return SnapshotError(fmt::format("'{}' is corrupt: {}", path, why)); };
   const std::size_t last = text.rfind("checksum ");
   if (last == std::string::npos || (last > 0 && text[last - 1] != '\n')) throw corrupt("no checksum line");
-  std::uint64_t stored = 0;
-  try {
-    stored = std::stoull(text.substr(last + 9), nullptr, 16);
-  } catch (const std::exception&) {
+  // The checksum line is the last: "checksum " and 16 hexadecimal digits, then the end of the file.
+  constexpr std::size_t kDigits = 16;
+  const std::size_t line_end = text.find('\n', last);
+  if (line_end != std::string::npos && line_end + 1 < text.size()) throw corrupt("text after its checksum line");
+  const std::string digits = text.substr(last + 9, line_end == std::string::npos ? std::string::npos : line_end - last - 9);
+  if (line_end == std::string::npos || digits.size() != kDigits ||
+      digits.find_first_not_of("0123456789abcdef") != std::string::npos) {
     throw corrupt("its checksum line does not parse");
   }
+  const std::uint64_t stored = std::stoull(digits, nullptr, 16);
   if (stored != XXH64(text.data(), last, 0)) throw corrupt("its checksum does not match its text");
   Manifest manifest;
   std::istringstream lines(text.substr(0, last));
@@ -290,11 +303,15 @@ std::optional<Manifest> read_manifest(const std::string& dir) {
       throw corrupt(fmt::format("the checksum of rank {} is not a number", r));
     }
   }
+  if (std::getline(lines, line)) throw corrupt(fmt::format("a line after the ranks' checksums: '{}'", line));
   return manifest;
 }
 
-void prepare_snapshot_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+void prepare_snapshot_dir(const std::string& dir, bool make) {
+  if (!make && ::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) {
+    throw SnapshotError(fmt::format("'{}' holds no snapshot to resume: there is no such directory", dir));
+  }
+  if (make && ::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
     throw SnapshotError(fmt::format("cannot make the snapshot directory '{}': {}", dir, system_error_text()));
   }
   struct stat info {};

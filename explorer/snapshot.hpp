@@ -71,7 +71,8 @@ class SnapshotWriter {
 
 class SnapshotReader {
  public:
-  // `path`: a rank's file; a missing or unreadable one is a SnapshotError.
+  // `path`: a rank's file; a missing or unreadable one, or one that is no regular file (a
+  // directory), is a SnapshotError.
   explicit SnapshotReader(std::string path);
   ~SnapshotReader();
   SnapshotReader(const SnapshotReader&) = delete;
@@ -114,9 +115,9 @@ std::optional<Manifest> read_manifest(const std::string& dir);
 
 // Where rank `rank` of `ranks` keeps layer `layer`.
 std::string rank_file(const std::string& dir, int layer, int rank, int ranks);
-// Makes DIR if it is missing (its parent must exist); SnapshotError if it cannot be made or
-// written to.
-void prepare_snapshot_dir(const std::string& dir);
+// Makes DIR if it is missing and `make` (its parent must exist): a new search's; a resumed
+// search's DIR must be there. SnapshotError if it is missing, cannot be made or written to.
+void prepare_snapshot_dir(const std::string& dir, bool make);
 void remove_file(const std::string& path);
 
 }  // namespace fp8sm::explorer

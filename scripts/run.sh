@@ -8,4 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-exec build/explorer/explorer --depth 6 --threads "$(nproc)" "$@"
+# Depth 6 and a worker thread per core unless the arguments say otherwise (the explorer refuses
+# an option given twice).
+depth=(--depth 6)
+threads=(--threads "$(nproc)")
+for argument in "$@"; do
+  case "$argument" in
+    --depth | --depth=*) depth=() ;;
+    --threads | --threads=*) threads=() ;;
+  esac
+done
+exec build/explorer/explorer "${depth[@]}" "${threads[@]}" "$@"

@@ -5,6 +5,7 @@
 // tests/mpi/ runs the same comparisons through mpirun.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -159,6 +160,52 @@ TEST(DistributedSearch, AFailureOnOneRankIsEveryRanksNamingIt) {
   ASSERT_EQ(errors.size(), 3u);
   for (const std::string& error : errors) {
     EXPECT_EQ(error, "rank 1 of 3: a fault on purpose (FP8SM_TEST_FAULT) at expansion of layer 3");
+  }
+}
+
+// An interrupt is one process's (SIGINT to one rank of an MPI job; here the flag of one rank):
+// every rank stops at the round where that rank saw it, with the same report. Set before the
+// search, the search stops before layer 1; set once rank 0 completed layer 2, somewhere in
+// layers 3 to 5 (the interrupted rank expands at most a few rounds ahead of what the others
+// merge, and layer 5 has dozens of rounds), never at the end.
+TEST(DistributedSearch, AnInterruptOnOneRankStopsEveryRankAtTheSameRound) {
+  for (const bool from_the_start : {true, false}) {
+    for (const int interrupted_rank : {0, 2}) {
+      SCOPED_TRACE(testing::Message() << "rank " << interrupted_rank << (from_the_start ? ", from the start" : ""));
+      const SearchOptions o = options(Semantics::Upstream, 5);
+      std::atomic<bool> interrupt{from_the_start};
+      const std::atomic<bool> no_interrupt{false};
+      std::mutex mutex;
+      std::vector<std::string> reports(3);
+      std::vector<SearchResult> results(3);
+      explorer::ThreadRanks::run(3, [&](explorer::Ranks& r) {
+        SearchOptions mine = o;
+        mine.interrupt = r.rank() == interrupted_rank ? &interrupt : &no_interrupt;
+        SearchResult result = explorer::search(mine, r, [&](const explorer::LayerStats& layer, double) {
+          if (layer.depth == 2) interrupt = true;  // rank 0 only
+        });
+        std::lock_guard<std::mutex> lock(mutex);
+        reports[static_cast<std::size_t>(r.rank())] = report(o, result);
+        results[static_cast<std::size_t>(r.rank())] = std::move(result);
+      });
+      for (const std::string& text : reports) EXPECT_EQ(text, reports[0]);
+      const SearchResult& result = results[0];
+      EXPECT_FALSE(result.complete);
+      EXPECT_EQ(result.stop_reason, explorer::StopReason::Interrupted);
+      if (from_the_start) {
+        EXPECT_EQ(result.depth_completed, 0);
+        EXPECT_EQ(result.distinct, 1u);
+      } else {
+        EXPECT_GE(result.depth_completed, 2);
+        EXPECT_LT(result.depth_completed, 5);
+      }
+      // What it explored is what the one-process search explores, up to the last complete layer.
+      const SearchResult alone = explorer::search(o);
+      for (int d = 0; d <= result.depth_completed; ++d) {
+        EXPECT_EQ(result.layers[static_cast<std::size_t>(d)].distinct, alone.layers[static_cast<std::size_t>(d)].distinct);
+      }
+      for (const auto& c : result.counterexamples) EXPECT_TRUE(test_support::replays(c, Semantics::Upstream));
+    }
   }
 }
 

@@ -148,6 +148,24 @@ TEST(ExplorerDepth, MemoryBudgetStopsWithAPartialReport) {
   EXPECT_NE(text.out.find("stopped at the memory budget (--max-memory)"), std::string::npos) << text.out;
 }
 
+// An interrupted search (SIGINT here, which the explorer sends itself once layer 2 is saved)
+// is exit status 4, with the report of what it explored: complete to depth 2.
+TEST(ExplorerDepth, AnInterruptedSearchIsExitFourWithAPartialReport) {
+  const std::string dir = fmt::format("{}fp8sm-cli-interrupted-{}", ::testing::TempDir(), getpid());
+  std::system(("rm -rf '" + dir + "'").c_str());
+  const Result r = fp8sm::test_support::run_command("FP8SM_TEST_FAULT='interrupt manifest-written 2' " +
+                                                    std::string(FP8SM_EXPLORER) + " --depth 4 --json --snapshot '" +
+                                                    dir + "' 2>/dev/null");
+  std::system(("rm -rf '" + dir + "'").c_str());
+  EXPECT_EQ(r.status, 4) << r.out;
+  const nlohmann::json d = document(r);
+  EXPECT_EQ(d["complete"], false);
+  EXPECT_EQ(d["stopped_by"], "interrupted");
+  EXPECT_EQ(d["depth_completed"], 2);
+  EXPECT_EQ(d["layers"].size(), 3u);
+  EXPECT_EQ(d["distinct_states"], d["layers"][2]["distinct"]);
+}
+
 TEST(ExplorerList, ShowsTheWholeCatalogue) {
   const Result r = explorer("list");
   EXPECT_EQ(r.status, 0);
@@ -184,6 +202,53 @@ TEST(ExplorerOptions, HonouredBeforeTheCommand) {
   EXPECT_EQ(before.out, explorer("run 5 --semantics upstream --json").out);
   EXPECT_EQ(document(before)["semantics"], "upstream") << before.out;
   EXPECT_EQ(explorer("--semantics pr3213 catalogue").out, explorer("catalogue --semantics pr3213").out);
+}
+
+// The search is a command like the others (`explorer search --depth N`); the bare `--depth N`
+// is its alias, with the same output, and options may stand before or after either.
+TEST(ExplorerSearch, TheSearchCommandAndItsAliasPrintTheSameReport) {
+  // The report up to the lines a run measures (time, memory).
+  const auto report = [](const Result& r) { return r.out.substr(0, r.out.find("total:")); };
+  const Result bare = explorer("--depth 2 --semantics upstream");
+  EXPECT_EQ(bare.status, 1) << bare.out;
+  ASSERT_NE(bare.out.find("total:"), std::string::npos) << bare.out;
+  for (const char* args : {"search --depth 2 --semantics upstream", "--depth 2 search --semantics upstream",
+                           "--semantics upstream search --depth 2"}) {
+    const Result r = explorer(args);
+    EXPECT_EQ(r.status, 1) << args << ": " << r.out;
+    EXPECT_EQ(report(r), report(bare)) << args;
+  }
+}
+
+// A command's --help lists the options it takes, and no other.
+TEST(ExplorerSearch, EachCommandsHelpListsItsOptions) {
+  const Result search = explorer("search --help");
+  EXPECT_EQ(search.status, 0);
+  EXPECT_NE(search.out.find("--depth N"), std::string::npos) << search.out;
+  EXPECT_NE(search.out.find("--max-memory SIZE"), std::string::npos) << search.out;
+  EXPECT_EQ(search.out.find("--seed"), std::string::npos) << search.out;
+  const Result random = explorer("random --help");
+  EXPECT_NE(random.out.find("--seed S"), std::string::npos) << random.out;
+  EXPECT_EQ(random.out.find("--depth"), std::string::npos) << random.out;
+  EXPECT_NE(explorer("list --help").out.find("list takes no options"), std::string::npos);
+}
+
+// Every number is read in decimal: a leading zero does not make it octal (010 is ten), and
+// 0x is no prefix. `random --length 010` is ten choices, not eight.
+TEST(ExplorerOptions, NumbersAreDecimal) {
+  const Result ten = explorer("random --seed 3 --count 20 --length 10");
+  ASSERT_EQ(ten.status, 0) << ten.out;
+  EXPECT_EQ(explorer("random --seed 3 --count 20 --length 010").out, ten.out);
+  EXPECT_NE(explorer("random --seed 3 --count 20 --length 8").out, ten.out);
+  EXPECT_EQ(explorer("random --seed 3 --count 2 --modules 010").out, explorer("random --seed 3 --count 2 --modules 10").out);
+  EXPECT_EQ(explorer("--depth 02 --threads 02 --json").out.substr(0, 200), explorer("--depth 2 --json").out.substr(0, 200));
+  // 010 is ten statements, past the search's 8 (read as octal it was a depth-8 search).
+  const Result deep = explorer("--depth 010 --max-states 100");
+  EXPECT_EQ(deep.status, 2) << deep.out;
+  EXPECT_NE(deep.out.find("--depth: must be 0 to 8"), std::string::npos) << deep.out;
+  // --max-memory 0, like --max-states 0, is no limit (docs/explorer.md).
+  EXPECT_EQ(explorer("--depth 3 --max-memory 0 --json").status, 0);
+  EXPECT_EQ(document(explorer("--depth 3 --max-memory 0K --json"))["complete"], true);
 }
 
 // A path that exists is a file or an error; catalogue:NAME always names the catalogue.
@@ -243,11 +308,33 @@ TEST(ExplorerErrors, OutOfMemoryIsOneLineAndExitTwo) {
 #endif
 }
 
+// A worker thread that cannot start (the system's limit on threads or memory) stops the
+// search: the threads already started are joined, and one line says which thread failed
+// (before, the unjoined threads ended the program in std::terminate). The failure is injected
+// at a chosen thread (explorer/test_faults.hpp), and then met for real under an address-space
+// limit that 16 threads' stacks do not fit.
+TEST(ExplorerErrors, AWorkerThreadThatCannotStartIsOneLineAndExitTwo) {
+  const Result r = fp8sm::test_support::run_command("FP8SM_TEST_FAULT='refuse thread-start 5' " +
+                                                    std::string(FP8SM_EXPLORER) + " --depth 3 --threads 16 2>&1");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(r.out, "explorer: error: cannot start worker thread 5 of 16: Resource temporarily unavailable\n");
+#ifndef FP8SM_ASAN
+  const Result limited = fp8sm::test_support::run_command("bash -c 'ulimit -v 100000; exec " +
+                                                          std::string(FP8SM_EXPLORER) + " --depth 2 --threads 16' 2>&1");
+  EXPECT_EQ(limited.status, 2) << limited.out;
+  EXPECT_EQ(lines(limited.out), 1) << limited.out;
+  EXPECT_EQ(limited.out.rfind("explorer: error: ", 0), 0u) << limited.out;
+#endif
+}
+
 struct BadInput {
   const char* what;
   std::string args;
   std::string expected;  // a substring of the one-line error
 };
+
+// gtest prints a parameter by this: its arguments, not its bytes.
+void PrintTo(const BadInput& input, std::ostream* out) { *out << "explorer " << input.args; }
 
 class ExplorerErrors : public ::testing::TestWithParam<BadInput> {};
 
@@ -287,7 +374,37 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"no random program", "random --count 0", "--count: must be 1 to 10000000"},
         BadInput{"a seed that is not a number", "random --seed x", "--seed: 'x' is not a seed"},
         BadInput{"random programs of no length", "random --length 0", "--length: must be 1 to 1000"},
-        BadInput{"a search option for random", "random --threads 2", "--threads is not an option of random"}),
+        BadInput{"a search option for random", "random --threads 2", "--threads is not an option of random"},
+        // Every option belongs to the commands that take it, wherever it stands; the bare
+        // --depth form is the search command and takes only the search's options.
+        BadInput{"a random option for the search", "--depth 1 --seed 5 --length 3", "--seed is not an option of search"},
+        BadInput{"a count for the search", "--depth 1 --count 3", "--count is not an option of search"},
+        BadInput{"a random option for the search command", "search --depth 1 --length 3",
+                 "--length is not an option of search"},
+        BadInput{"a random option before the search command", "--seed 5 search --depth 1",
+                 "--seed is not an option of search"},
+        BadInput{"a search option before random", "--max-states 5 random", "--max-states is not an option of random"},
+        BadInput{"a search option for table", "table --threads 2", "--threads is not an option of table"},
+        BadInput{"the search without a depth", "search --semantics upstream", "search: give --depth N"},
+        // An empty value is a value, and not one of these options takes it.
+        BadInput{"an empty memory budget", "--depth 1 --max-memory ''", "--max-memory: an empty value"},
+        BadInput{"an empty state budget", "--depth 1 --max-states ''", "--max-states: an empty value"},
+        BadInput{"no invariants to check", "--depth 1 --check ''", "--check: an empty value"},
+        BadInput{"an empty snapshot directory", "--depth 1 --snapshot ''", "--snapshot: an empty value"},
+        BadInput{"an empty directory to resume", "--depth 1 --resume ''", "--resume: an empty value"},
+        BadInput{"an empty seed", "random --seed ''", "--seed: an empty value"},
+        BadInput{"an empty count", "random --count ''", "--count: an empty value"},
+        BadInput{"an empty length", "random --length ''", "--length: an empty value"},
+        BadInput{"an empty depth", "--depth ''", "--depth: an empty value"},
+        BadInput{"an empty semantics", "run 5 --semantics ''", "--semantics: an empty value"},
+        // Numbers are decimal digits: no 0x, no sign; too large is said so.
+        BadInput{"hexadecimal threads", "--depth 1 --threads 0x3", "--threads: '0x3' is not"},
+        BadInput{"a signed depth", "--depth +2", "--depth: '+2' is not"},
+        BadInput{"a state budget past 64 bits", "--depth 1 --max-states 99999999999999999999",
+                 "--max-states: '99999999999999999999' is too large"},
+        BadInput{"a memory budget past 64 bits", "--depth 1 --max-memory 99999999999999999999K",
+                 "--max-memory: '99999999999999999999K' is too large"},
+        BadInput{"hexadecimal memory", "--depth 1 --max-memory 0x10", "--max-memory: '0x10' is not a size"}),
     [](const ::testing::TestParamInfo<BadInput>& input) {
       std::string name = input.param.what;
       for (char& c : name) c = (c == ' ' || c == '-') ? '_' : c;

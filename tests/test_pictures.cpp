@@ -15,9 +15,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -523,10 +527,99 @@ TEST(Mermaid, CounterexamplesOfASearchAreOneDiagramEach) {
     finish();
     EXPECT_EQ(drawn, reported);
   }
-  // No counterexample, no diagram.
-  const CommandResult clean = explorer_out("--depth 2 --semantics fp8sm --mermaid");
-  EXPECT_EQ(clean.status, 0);
-  EXPECT_EQ(clean.out, "");
+}
+
+// A search's picture is never empty: with no counterexample, or when the search stopped early,
+// a comment line of the format says so (and why), as its report would; dot accepts the DOT.
+TEST(SearchPictures, NoCounterexampleOrAnEarlyStopIsSaidInACommentLine) {
+  REQUIRE_DOT();
+  struct Case {
+    std::string args;
+    int status;
+    std::string note;
+  };
+  const std::vector<Case> cases = {
+      {"--depth 2 --semantics fp8sm", 0,
+       "no counterexample: every program of up to 2 statements holds I1 I2 I3 I4 I5 I6 I7 I8 I9 under fp8sm"},
+      {"--depth 3 --semantics pr3213 --check I3,I7", 0,
+       "no counterexample: every program of up to 3 statements holds I3 I7 under pr3213"},
+      {"--depth 8 --semantics fp8sm --max-states 100", 3,
+       "no counterexample in what was explored: the search stopped at the state budget (--max-states) while "
+       "expanding depth 2, complete to depth 1"},
+      {"--depth 5 --semantics upstream --check I9 --max-memory 1M", 3,
+       "no counterexample in what was explored: the search stopped at the memory budget (--max-memory) while "
+       "expanding depth 4, complete to depth 3"},
+      {"--depth 4 --semantics upstream --check I1 --max-states 2000", 1,
+       "the search stopped at the state budget (--max-states) while expanding depth 3, complete to depth 2: the "
+       "counterexamples below are those of what was explored"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    const CommandResult mermaid = explorer_out(c.args + " --mermaid");
+    EXPECT_EQ(mermaid.status, c.status);
+    EXPECT_EQ(lines_of(mermaid.out).at(0), "%% " + c.note) << mermaid.out;
+    const CommandResult dot = explorer_out(c.args + " --dot");
+    EXPECT_EQ(dot.status, c.status);
+    EXPECT_EQ(lines_of(dot.out).at(0), "// " + c.note) << dot.out;
+    const CommandResult svg = dot_svg(dot.out, "search.dot");
+    EXPECT_EQ(svg.status, 0) << svg.out;
+    if (c.status == 1) {
+      EXPECT_EQ(mermaid_problem(mermaid.out.substr(mermaid.out.find('\n') + 1)), "") << mermaid.out;
+      EXPECT_NE(svg.out.find("<svg"), std::string::npos);
+    } else {
+      EXPECT_EQ(lines_of(mermaid.out).size(), 1u) << mermaid.out;
+      EXPECT_EQ(lines_of(dot.out).size(), 1u) << dot.out;
+    }
+  }
+}
+
+// The bytes of a scenario file's name reach the pictures as its title: a newline, bytes that
+// are not UTF-8 (0xFF 0xFE), a control character, quotes, a backslash and what is special to
+// HTML, DOT or Mermaid. The pictures print it as the JSON document writes it: the invalid bytes
+// as U+FFFD, the newline and the control character as their JSON escapes (\n, \u0001), so the
+// `//` and `%%` comments stay one line, dot accepts the DOT without a warning, and the Mermaid
+// diagram follows the grammar.
+bool valid_utf8(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();  // throws type_error 316 on invalid UTF-8
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
+TEST(RunPictures, AFileNameOfAnyBytesIsPrintedAsTheJsonWritesIt) {
+  REQUIRE_DOT();
+  std::string dir = (std::filesystem::temp_directory_path() / "fp8sm-pictures-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const std::string name = "odd\nname\xff\xfe \"q\" back\\slash <b> & #1; %% \x01.scn";
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << "autocast on { linear L0 }\n";
+  ::setenv("FP8SM_PICTURE_PATH", path.c_str(), 1);
+  const std::string printed = dir + "/odd\\nname\xEF\xBF\xBD\xEF\xBF\xBD \"q\" back\\slash <b> & #1; %% \\u0001.scn";
+
+  const CommandResult json = explorer_out("run \"$FP8SM_PICTURE_PATH\" --json");
+  ASSERT_EQ(json.status, 0) << json.out;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["scenario"].get<std::string>(),
+            dir + "/odd\nname\xEF\xBF\xBD\xEF\xBF\xBD \"q\" back\\slash <b> & #1; %% \x01.scn");
+
+  const CommandResult dot = explorer_out("run \"$FP8SM_PICTURE_PATH\" --dot");
+  EXPECT_EQ(dot.status, 0);
+  EXPECT_TRUE(valid_utf8(dot.out)) << dot.out;
+  EXPECT_EQ(lines_of(dot.out).at(0), "// " + printed + " under fp8sm") << dot.out;
+  const CommandResult svg = dot_svg(dot.out, "odd-name.dot");
+  EXPECT_EQ(svg.status, 0) << svg.out;
+  EXPECT_EQ(svg.out.find("Warning"), std::string::npos) << svg.out;
+  EXPECT_NE(svg.out.find("<svg"), std::string::npos) << svg.out;
+
+  const CommandResult mermaid = explorer_out("run \"$FP8SM_PICTURE_PATH\" --mermaid");
+  EXPECT_EQ(mermaid.status, 0);
+  EXPECT_TRUE(valid_utf8(mermaid.out)) << mermaid.out;
+  EXPECT_EQ(lines_of(mermaid.out).at(0), "%% " + printed + " under fp8sm") << mermaid.out;
+  EXPECT_EQ(mermaid_problem(mermaid.out), "") << mermaid.out;
+
+  ::unsetenv("FP8SM_PICTURE_PATH");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RunDot, DotAcceptsTheRunsAndTheCounterexamples) {
@@ -594,10 +687,12 @@ TEST(CommittedPictures, TheTableSvgIsTheCurrentTable) {
 TEST(CommittedPictures, TheCounterexampleIsTheCurrentOne) {
   const std::string svg = read_file(FP8SM_SOURCE_DIR "/docs/img/counterexample-upstream-I1.svg");
   ASSERT_FALSE(svg.empty()) << "docs/img/counterexample-upstream-I1.svg is missing";
-  // The shortest: the first depth whose search finds one (as scripts/make-pictures.sh looks).
+  // The shortest: the first depth whose search finds one (exit status 1), as
+  // scripts/make-pictures.sh looks.
   std::string mermaid;
   for (int depth = 0; depth <= 8 && mermaid.empty(); ++depth) {
-    mermaid = explorer_out("--depth " + std::to_string(depth) + " --semantics upstream --check I1 --mermaid").out;
+    const CommandResult r = explorer_out("--depth " + std::to_string(depth) + " --semantics upstream --check I1 --mermaid");
+    if (r.status == 1) mermaid = r.out;
   }
   ASSERT_FALSE(mermaid.empty());
   const std::string title = lines_of(mermaid).at(1).substr(3);  // "%% shortest counterexample ..."

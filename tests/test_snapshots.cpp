@@ -1,16 +1,24 @@
 // Snapshots (--snapshot DIR, --resume DIR): a search resumed from any complete layer ends with
-// the uninterrupted result, also after a kill -9 at any point of writing a snapshot; a corrupt,
-// incomplete or mismatched snapshot is refused with exit 2 and one line saying why.
+// the uninterrupted result, also after a kill -9 at any point of writing a snapshot or after
+// SIGINT or SIGTERM stopped it; a corrupt, incomplete or mismatched snapshot is refused with
+// exit 2 and one line saying why.
 #include <gtest/gtest.h>
 #include <xxhash.h>
 #include <fmt/core.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "explorer/search.hpp"
 #include "explorer/search_report.hpp"
@@ -144,6 +152,133 @@ TEST_F(Snapshots, AKilledRunResumesToTheUninterruptedResult) {
   }
 }
 
+// The explorer as a child of this process, so that the test can signal it and wait for it (also
+// for it to stop itself: FP8SM_TEST_FAULT's "stop"), its standard output and error in `output`.
+// Killed and waited for when the test leaves it running.
+class ExplorerProcess {
+ public:
+  ExplorerProcess(const std::vector<std::string>& args, const std::string& output, const std::string& fault = "") {
+    std::vector<std::string> words = {FP8SM_EXPLORER};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "FP8SM_TEST_FAULT=", 17) != 0) environment.emplace_back(*e);
+    }
+    if (!fault.empty()) environment.push_back("FP8SM_TEST_FAULT=" + fault);
+    std::vector<char*> argv, envp;
+    for (std::string& w : words) argv.push_back(w.data());
+    for (std::string& e : environment) envp.push_back(e.data());
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    if (posix_spawn(&pid_, FP8SM_EXPLORER, &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~ExplorerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  ExplorerProcess(const ExplorerProcess&) = delete;
+  ExplorerProcess& operator=(const ExplorerProcess&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  void signal(int number) const { ::kill(pid_, number); }
+  // Waits until it stops itself; false if it ended instead.
+  bool wait_until_stopped() {
+    int status = 0;
+    if (::waitpid(pid_, &status, WUNTRACED) != pid_) return false;
+    if (WIFSTOPPED(status)) return true;
+    pid_ = -1;
+    return false;
+  }
+  // Whether it ended (without waiting), and then its exit status (-1: a signal ended it).
+  bool ended(int& exit_status) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    pid_ = -1;
+    exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return true;
+  }
+  // Waits for it to end: its exit status (-1: a signal ended it).
+  int wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// SIGINT or SIGTERM stops a search before its next parent: the report of what it explored,
+// one line on standard error saying where it stopped, exit status 4; the snapshot of the last
+// complete layer stays and resumes to the uninterrupted result. The explorer stops itself
+// (SIGSTOP) once the snapshot of layer 3 is complete, so the signal comes at a known point: the
+// search stops before the first parent of layer 4, with layers 0 to 3 (3591 states) explored.
+TEST_F(Snapshots, AnInterruptedSearchReportsWhatItExploredAndResumes) {
+  const std::string search = "--depth 5 --semantics upstream --coverage";
+  const ExplorerRun uninterrupted = explorer_run(search);
+  ASSERT_EQ(uninterrupted.status, 1);
+  for (const auto& [signal, name] : {std::pair<int, std::string>{SIGINT, "SIGINT"}, {SIGTERM, "SIGTERM"}}) {
+    SCOPED_TRACE(name);
+    const std::string d = dir(name);
+    const std::string output = dir(name + ".out");
+    ExplorerProcess explorer({"--depth", "5", "--semantics", "upstream", "--coverage", "--snapshot", d}, output,
+                             "stop manifest-written 3");
+    ASSERT_TRUE(explorer.started());
+    ASSERT_TRUE(explorer.wait_until_stopped()) << read_file(output);
+    explorer.signal(signal);
+    explorer.signal(SIGCONT);
+    EXPECT_EQ(explorer.wait(), 4) << read_file(output);
+    const std::string out = read_file(output);
+    EXPECT_NE(out.find(fmt::format("explorer: interrupted by {} at depth 4: 3591 states explored, complete to depth 3; "
+                                   "the report covers what was explored; --resume '{}' continues from layer 3\n",
+                                   name, d)),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("interrupted (SIGINT or SIGTERM) while expanding depth 4: complete to depth 3 only"),
+              std::string::npos)
+        << out;
+    // The layers it completed are the uninterrupted search's.
+    const std::string layers = uninterrupted.out.substr(0, uninterrupted.out.find("\n4  "));
+    EXPECT_NE(out.find(layers), std::string::npos) << out;
+    EXPECT_EQ(manifest_layer(d), 3);
+    const ExplorerRun resumed = explorer_run(search + " --resume " + d);
+    EXPECT_EQ(resumed.status, 1) << resumed.out;
+    const std::string resumed_report = resumed.out.substr(resumed.out.find('\n') + 1);
+    EXPECT_EQ(without_totals(resumed_report), without_totals(uninterrupted.out));
+  }
+}
+
+// A signal at any moment of a long layer stops the search there: SIGTERM once the snapshot of
+// layer 4 of a depth-6 search is in place, while layers 5 and 6 (seconds more) are expanded.
+TEST_F(Snapshots, ASignalDuringALongLayerStopsTheSearchThere) {
+  const std::string d = dir("d6");
+  const std::string output = dir("d6.out");
+  ExplorerProcess explorer({"--depth", "6", "--check", "I1", "--snapshot", d}, output);
+  ASSERT_TRUE(explorer.started());
+  int status = -1;
+  while (manifest_layer(d) < 4) {
+    ASSERT_FALSE(explorer.ended(status)) << "it ended (" << status << ") before layer 4 was saved: " << read_file(output);
+    ::usleep(2000);
+  }
+  explorer.signal(SIGTERM);
+  EXPECT_EQ(explorer.wait(), 4) << read_file(output);
+  const std::string out = read_file(output);
+  EXPECT_NE(out.find("explorer: interrupted by SIGTERM at depth "), std::string::npos) << out;
+  EXPECT_NE(out.find("interrupted (SIGINT or SIGTERM) while expanding depth "), std::string::npos) << out;
+  EXPECT_NE(out.find("not violated in what was explored (incomplete search): I1"), std::string::npos) << out;
+  const int layer = manifest_layer(d);
+  EXPECT_TRUE(layer == 4 || layer == 5) << layer;
+  EXPECT_NE(out.find(fmt::format("; --resume '{}' continues from layer {}\n", d, layer)), std::string::npos) << out;
+}
+
 class RefusedSnapshots : public Snapshots {
  protected:
   void SetUp() override {
@@ -189,6 +324,55 @@ TEST_F(RefusedSnapshots, AFileOfAnotherSnapshotIsRefused) {
   ASSERT_EQ(explorer_run(kSearch + " --coverage --snapshot " + other).status, 0);
   fs::copy_file(explorer::rank_file(other, 3, 0, 1), rank_file_, fs::copy_options::overwrite_existing);
   expect_refused(kSearch, "is of another search: it has coverage=on, this run coverage=off");
+}
+
+// A directory where a rank's file should be is said to be one, not "truncated".
+TEST_F(RefusedSnapshots, ADirectoryInPlaceOfARankFileIsRefusedAsSuch) {
+  fs::remove(rank_file_);
+  fs::create_directory(rank_file_);
+  expect_refused(kSearch, "'" + rank_file_ + "' is a directory, not a snapshot file");
+}
+
+// The manifest is its lines and its checksum line, last: anything after it is damage.
+TEST_F(RefusedSnapshots, AManifestWithATrailingLineIsRefused) {
+  const std::string text = read_file(snapshot_ + "/manifest");
+  for (const std::string& extra : {std::string("layer 4\n"), std::string("\n"), std::string("x")}) {
+    SCOPED_TRACE(extra);
+    write_file(snapshot_ + "/manifest", text + extra);
+    expect_refused(kSearch, "manifest' is corrupt: text after its checksum line");
+  }
+  // And a line the checksum covers that the manifest does not have (made by hand).
+  std::string lines = text.substr(0, text.rfind("checksum "));
+  lines += "rank 1 checksum 0123456789abcdef\n";
+  char checksum[17];
+  std::snprintf(checksum, sizeof checksum, "%016llx",
+                static_cast<unsigned long long>(XXH64(lines.data(), lines.size(), 0)));
+  write_file(snapshot_ + "/manifest", lines + "checksum " + checksum + "\n");
+  expect_refused(kSearch, "manifest' is corrupt: a line after the ranks' checksums");
+}
+
+// --resume DIR of a DIR that does not exist is refused, and does not make it.
+TEST_F(Snapshots, ResumingADirectoryThatDoesNotExistMakesNone) {
+  const std::string missing = dir("missing");
+  const ExplorerRun run = explorer_run("--depth 4 --resume " + missing);
+  EXPECT_EQ(run.status, 2) << run.out;
+  EXPECT_EQ(run.out, "explorer: error: '" + missing + "' holds no snapshot to resume: there is no such directory\n");
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+// "resumed from layer D" is said when the search starts from it, not when it ends: here the
+// resumed search stops itself (SIGSTOP) after saving layer 4, and the line is already there.
+TEST_F(Snapshots, AResumedSearchSaysSoWhenItStarts) {
+  const std::string d = dir("s");
+  ASSERT_EQ(explorer_run("--depth 6 --check I1 --snapshot " + d, "FP8SM_TEST_FAULT='kill manifest-written 3'").status,
+            128 + 9);
+  const std::string output = dir("resumed.out");
+  ExplorerProcess explorer({"--depth", "6", "--check", "I1", "--resume", d}, output, "stop manifest-written 4");
+  ASSERT_TRUE(explorer.wait_until_stopped()) << read_file(output);
+  EXPECT_EQ(read_file(output), "explorer: resumed from layer 3 of the snapshot in '" + d + "'\n");
+  explorer.signal(SIGTERM);  // the rest of the search is not this test's
+  explorer.signal(SIGCONT);
+  EXPECT_EQ(explorer.wait(), 4);
 }
 
 TEST_F(RefusedSnapshots, ADamagedManifestIsRefused) {

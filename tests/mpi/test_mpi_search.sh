@@ -9,6 +9,8 @@
 #   kill-and-resume        one rank killed (kill -9) after layer 3, then every rank killed while
 #                          writing layer 3: the job ends at once naming the rank, and resuming
 #                          gives the uninterrupted result
+#   interrupt              SIGINT to one rank: every rank stops at the same round with the report
+#                          of what was explored, exit 4, and the snapshot resumes
 #   faults                 a rank that fails, or runs out of its --max-memory share: one line naming
 #                          it; a snapshot of 2 ranks resumed by 3 is refused; non-search commands
 #                          are refused under mpirun
@@ -84,6 +86,22 @@ case "$case_name" in
     mpi 2 "${search[@]}" --resume "$work/all"
     diff <(report "$work/single.txt") <(report "$work/out") || fail "resumed after every rank was killed: another report"
     ;;
+  interrupt)
+    # SIGINT to rank 1 alone (sent by itself, as Ctrl-C would be to one process) while it expands
+    # layer 4: every rank stops at the same round, rank 0 prints the report of layers 0 to 3 and
+    # one line saying so, every rank exits 4; the snapshot of layer 3 resumes to the result of
+    # the uninterrupted search.
+    search=(--depth 5 --semantics upstream --coverage)
+    "$explorer" "${search[@]}" >"$work/single.txt" || true
+    FP8SM_TEST_FAULT="interrupt expansion 4 1" mpi 2 "${search[@]}" --snapshot "$work/stopped"
+    [ "$status" -eq 4 ] || { cat "$work/err" >&2; fail "an interrupted job: exit $status, not 4"; }
+    [ "$(grep -c "^explorer: interrupted at depth 4: 3591 states explored, complete to depth 3" "$work/err")" -eq 1 ] \
+      || { cat "$work/err" >&2; fail "not one line saying where the job was interrupted"; }
+    grep -q '^interrupted (SIGINT or SIGTERM) while expanding depth 4' "$work/out" || fail "no partial report"
+    grep -q '^layer 3$' "$work/stopped/manifest" || fail "the snapshot is not of layer 3"
+    mpi 2 "${search[@]}" --resume "$work/stopped"
+    diff <(report "$work/single.txt") <(report "$work/out") || fail "resumed after an interrupt: another report"
+    ;;
   faults)
     # A rank that fails: every rank stops; one line, printed once, names it; exit 2.
     FP8SM_TEST_FAULT="throw expansion 4 1" mpi 2 --depth 5
@@ -104,7 +122,7 @@ case "$case_name" in
     # Only a search runs on several processes.
     mpi 2 list
     [ "$status" -eq 2 ] || fail "list under mpirun -np 2: exit $status"
-    [ "$(grep -c "only a --depth search runs on several processes" "$work/err")" -eq 1 ] || fail "list: not one line"
+    [ "$(grep -c "only a search runs on several processes" "$work/err")" -eq 1 ] || fail "list: not one line"
     ;;
   *)
     fail "unknown case $case_name"
