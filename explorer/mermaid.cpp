@@ -61,15 +61,7 @@ std::string run_mermaid(const RunSequence& run) {
 }
 
 std::string search_mermaid(const SearchOptions& options, const SearchResult& result) {
-  const std::string note = search_picture_note(options, result);
-  std::string out = note.empty() ? "" : comment(note);
-  for (std::size_t i = 0; i < result.counterexamples.size(); ++i) {
-    const Counterexample& c = result.counterexamples[i];
-    if (i > 0) out += "\n";
-    out += comment(fmt::format("{}: {}", spec::id(c.invariant), with_module_names(c.reason, c.program)));
-    out += run_mermaid(record_counterexample(c, options.semantics));
-  }
-  return out;
+  return search_picture(options, result, comment, run_mermaid);
 }
 
 }  // namespace fp8sm::explorer

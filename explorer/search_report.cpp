@@ -125,6 +125,7 @@ std::string search_text(const SearchOptions& options, const SearchResult& result
   return out;
 }
 
+namespace {
 std::string search_picture_note(const SearchOptions& options, const SearchResult& result) {
   if (result.complete) {
     if (!result.counterexamples.empty()) return "";
@@ -136,6 +137,21 @@ std::string search_picture_note(const SearchOptions& options, const SearchResult
                                        result.depth_completed);
   if (result.counterexamples.empty()) return "no counterexample in what was explored: " + stop;
   return stop + ": the counterexamples below are those of what was explored";
+}
+}  // namespace
+
+std::string search_picture(const SearchOptions& options, const SearchResult& result,
+                           const std::function<std::string(const std::string&)>& comment,
+                           const std::function<std::string(const RunSequence&)>& draw) {
+  const std::string note = search_picture_note(options, result);
+  std::string out = note.empty() ? "" : comment(note);
+  for (std::size_t i = 0; i < result.counterexamples.size(); ++i) {
+    const Counterexample& c = result.counterexamples[i];
+    if (i > 0) out += "\n";
+    out += comment(fmt::format("{}: {}", spec::id(c.invariant), with_module_names(c.reason, c.program)));
+    out += draw(record_counterexample(c, options.semantics));
+  }
+  return out;
 }
 
 Json counterexample_json(spec::Semantics semantics, const Counterexample& c, std::uint64_t violating_states) {

@@ -3,9 +3,11 @@
 // ("fp8sm-counterexample/1") that a tool may keep apart from the search.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "explorer/json_document.hpp"
+#include "explorer/run_sequence.hpp"
 #include "explorer/search.hpp"
 
 namespace fp8sm::explorer {
@@ -13,12 +15,15 @@ namespace fp8sm::explorer {
 std::string search_text(const SearchOptions& options, const SearchResult& result);
 Json search_json(const SearchOptions& options, const SearchResult& result);
 
-// What a search's picture (--mermaid, --dot: its counterexamples drawn) says in a comment line
-// before them, so that it is never empty and never silent about what its report would say:
-// that there is no counterexample (and which invariants hold, to what depth), or that the
+// A search's picture (--mermaid, --dot) in a format that `comment` writes a comment line of and
+// `draw` draws a run in: each shortest counterexample drawn after a comment naming it. A comment
+// line before them keeps the picture from being empty or silent about what the report would
+// say: that there is no counterexample (and which invariants hold, to what depth), or that the
 // search stopped early, why and where, and so the counterexamples are those of what was
-// explored. Empty for a complete search with counterexamples, which its diagrams say.
-std::string search_picture_note(const SearchOptions& options, const SearchResult& result);
+// explored. A complete search with counterexamples has none: its diagrams say it.
+std::string search_picture(const SearchOptions& options, const SearchResult& result,
+                           const std::function<std::string(const std::string&)>& comment,
+                           const std::function<std::string(const RunSequence&)>& draw);
 
 // One shortest counterexample: the semantics, the invariant, the reason and the program, as
 // scenario text that `explorer run` replays.

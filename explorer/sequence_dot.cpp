@@ -88,15 +88,7 @@ std::string run_sequence_dot(const RunSequence& run) {
 }
 
 std::string search_dot(const SearchOptions& options, const SearchResult& result) {
-  const std::string note = search_picture_note(options, result);
-  std::string out = note.empty() ? "" : dot_comment(note);
-  for (std::size_t i = 0; i < result.counterexamples.size(); ++i) {
-    const Counterexample& c = result.counterexamples[i];
-    if (i > 0) out += "\n";
-    out += dot_comment(fmt::format("{}: {}", spec::id(c.invariant), with_module_names(c.reason, c.program)));
-    out += run_sequence_dot(record_counterexample(c, options.semantics));
-  }
-  return out;
+  return search_picture(options, result, dot_comment, run_sequence_dot);
 }
 
 }  // namespace fp8sm::explorer
