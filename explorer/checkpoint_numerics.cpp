@@ -83,7 +83,7 @@ void CheckpointNumerics<S>::step_end(const ObserverContext<S>& ctx) {
     if constexpr (S::kFlat) {
       entries = static_cast<std::size_t>(std::count_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == capture; }));
     } else {
-      entries = st.kept.count(State::capture_module_key(capture, 0), State::capture_module_key(capture, 0) + (std::uint64_t{1} << 32));
+      for (std::size_t m = 0; m < st.modules.size(); ++m) entries += st.kept.group(State::capture_module_key(capture, to_id<S>(m))).size();
     }
     if (entries != 0) ctx.violate(Invariant::I4, Reason::KeptStashOfDroppedCheckpoint, std::uint64_t{entries});
   }
@@ -335,8 +335,7 @@ void CheckpointNumerics<S>::release_stash(CaptureId c) {
     st.kept.erase(std::remove_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == c; }),
                   st.kept.end());
   } else {
-    const std::uint64_t first = State::capture_module_key(to_id<S>(c), 0);
-    st.kept.erase(first, first + (std::uint64_t{1} << 32));
+    for (std::size_t m = 0; m < st.modules.size(); ++m) st.kept.erase(State::capture_module_key(to_id<S>(c), to_id<S>(m)));
   }
   erase_sorted(st.dropped, c);
 }

@@ -126,7 +126,7 @@ struct NumericsState {
 
   // The tables whose flat lists are kept in the order of events, not grouped: in the growable
   // storage, the stash by module (a module's deque is its group) and the kept stash by
-  // (checkpoint, module) (capture_module_key below).
+  // (checkpoint, module) (capture_module_key below; a release reads one key per module).
   using StashTable = std::conditional_t<S::kFlat, List<StashEntry, capacity::StashEntries>,
                                         statemachine::GroupedTable<Id, StashEntry>>;
   using KeptTable = std::conditional_t<S::kFlat, List<Kept, capacity::KeptEntries>,

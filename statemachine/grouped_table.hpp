@@ -6,23 +6,51 @@
 // adding an entry moves every entry of a later key, and dropping a key's entries or finding
 // the k-th entry of a key scans the list: nothing in a list of a few dozen entries, O(N) per
 // entry in a program of N statements, which made `explorer run` quadratic. Here each key has its
-// own deque, in a map ordered by key: adding an entry, taking a key's k-th entry, popping its
-// first and dropping a key or a range of keys touch those keys' entries alone, plus O(log K) for
-// K keys to find them.
+// own group, in a hash table: adding an entry, taking a key's k-th entry, popping its first and
+// dropping a key touch that key's entries alone. (A std::map costed more than the lists it
+// replaced in small programs: its walk down the tree mispredicts a branch a level; nothing here
+// needs the keys in order.)
 #pragma once
 
 #include <cstddef>
-#include <deque>
-#include <map>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace fp8sm::statemachine {
+
+// One key's entries, oldest first: a vector and the number of entries popped from its front
+// (dropped from the vector once they are half of it). Not a std::deque, whose first entry
+// allocates half a kilobyte: tables of nested checkpoints hold thousands of small groups.
+template <class T>
+class KeyGroup {
+ public:
+  using const_iterator = typename std::vector<T>::const_iterator;
+  std::size_t size() const { return entries_.size() - head_; }
+  bool empty() const { return size() == 0; }
+  const_iterator begin() const { return entries_.begin() + static_cast<std::ptrdiff_t>(head_); }
+  const_iterator end() const { return entries_.end(); }
+  const T& operator[](std::size_t i) const { return entries_[head_ + i]; }
+  const T& front() const { return entries_[head_]; }
+  const T& back() const { return entries_.back(); }
+
+  void push_back(const T& value) { entries_.push_back(value); }
+  void pop_front() {
+    if (++head_ * 2 < entries_.size()) return;
+    entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+
+ private:
+  std::vector<T> entries_;
+  std::size_t head_ = 0;
+};
 
 template <class Key, class T>
 class GroupedTable {
  public:
   using value_type = T;
-  using Group = std::deque<T>;
+  using Group = KeyGroup<T>;
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -50,18 +78,6 @@ class GroupedTable {
     --size_;
     if (it->second.empty()) groups_.erase(it);
   }
-  // Drops the entries of every key in [first, last).
-  void erase(const Key& first, const Key& last) {
-    const auto begin = groups_.lower_bound(first), end = groups_.lower_bound(last);
-    for (auto it = begin; it != end; ++it) size_ -= it->second.size();
-    groups_.erase(begin, end);
-  }
-  // How many entries the keys in [first, last) have.
-  std::size_t count(const Key& first, const Key& last) const {
-    std::size_t n = 0;
-    for (auto it = groups_.lower_bound(first); it != groups_.end() && it->first < last; ++it) n += it->second.size();
-    return n;
-  }
 
  private:
   static const Group& empty_group() {
@@ -69,7 +85,7 @@ class GroupedTable {
     return none;
   }
 
-  std::map<Key, Group> groups_;  // no empty group is kept
+  std::unordered_map<Key, Group> groups_;  // no empty group is kept; never iterated (its order is not ours)
   std::size_t size_ = 0;
 };
 

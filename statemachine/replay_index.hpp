@@ -9,7 +9,8 @@
 // would have to rename. A growable machine runs programs of any length (`explorer run`, the
 // runtime): there the scans made a recompute of N module runs cost O(N^2). So its two lists are
 // the classes below, which hold the same runs and keep, beside them, what the lookup needs:
-// O(log) per lookup, add and pop, and the entries of one checkpoint to drop it.
+// a lookup, an add and a pop are a few hash-table operations, and dropping a checkpoint reads
+// its own runs.
 #pragma once
 
 #include <cstddef>
@@ -58,8 +59,8 @@ class IndexedStash {
   }
   // Drops checkpoint `capture`'s runs.
   void erase(Id capture) {
+    for (const Run& run : by_capture_.group(capture)) by_module_.erase(replay_index_detail::pair_key(capture, run.module));
     by_capture_.erase(capture);
-    by_module_.erase(replay_index_detail::pair_key(capture, 0), replay_index_detail::pair_key(capture + std::uint64_t{1}, 0));
   }
   // Checkpoint `capture`'s runs, in order: [first, last).
   auto runs_of(Id capture) const {

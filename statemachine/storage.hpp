@@ -9,7 +9,7 @@
 //                    is a memcpy of its parent, a few events and a hash, and allocates nothing).
 //
 // A list kept grouped by a key (insert_grouped, below) is `typename S::template GroupedList<T,
-// Tag, Key>`: in the flat state the same sorted list, in the growable storage a deque per key
+// Tag, Key>`: in the flat state the same sorted list, in the growable storage a vector per key
 // (grouped_table.hpp), so that a long program's groups grow without moving each other.
 //
 // A Tag names one list and gives its capacity in the flat state (kCapacity) and what it holds
@@ -127,7 +127,7 @@ class BoundedVector {
 struct GrowableStorage {
   template <class T, class Tag>
   using List = std::vector<T>;
-  // A list kept grouped by a key of type Key (insert_grouped, group_of): a deque per key.
+  // A list kept grouped by a key of type Key (insert_grouped, group_of): a vector per key.
   template <class T, class Tag, class Key>
   using GroupedList = GroupedTable<Key, T>;
   using Id = std::uint32_t;
