@@ -71,7 +71,8 @@ void CheckpointNumerics<S>::step_end(const ObserverContext<S>& ctx) {
   for (std::size_t m = 0; m < st.modules.size(); ++m) {
     std::size_t entries = 0;
     if constexpr (S::kFlat) {
-      entries = static_cast<std::size_t>(std::count_if(st.stash.begin(), st.stash.end(), [&](const auto& e) { return e.module == m; }));
+      entries = static_cast<std::size_t>(
+          std::count_if(st.stash.begin(), st.stash.end(), [&](const auto& e) { return e.module == m; }));
     } else {
       entries = st.stash.group(to_id<S>(m)).size();
     }
@@ -81,9 +82,12 @@ void CheckpointNumerics<S>::step_end(const ObserverContext<S>& ctx) {
     if (!std::binary_search(st.dropped.begin(), st.dropped.end(), capture)) continue;
     std::size_t entries = 0;
     if constexpr (S::kFlat) {
-      entries = static_cast<std::size_t>(std::count_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == capture; }));
+      entries = static_cast<std::size_t>(
+          std::count_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == capture; }));
     } else {
-      for (std::size_t m = 0; m < st.modules.size(); ++m) entries += st.kept.group(State::capture_module_key(capture, to_id<S>(m))).size();
+      for (std::size_t m = 0; m < st.modules.size(); ++m) {
+        entries += st.kept.group(State::capture_module_key(capture, to_id<S>(m))).size();
+      }
     }
     if (entries != 0) ctx.violate(Invariant::I4, Reason::KeptStashOfDroppedCheckpoint, std::uint64_t{entries});
   }
@@ -335,7 +339,9 @@ void CheckpointNumerics<S>::release_stash(CaptureId c) {
     st.kept.erase(std::remove_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == c; }),
                   st.kept.end());
   } else {
-    for (std::size_t m = 0; m < st.modules.size(); ++m) st.kept.erase(State::capture_module_key(to_id<S>(c), to_id<S>(m)));
+    for (std::size_t m = 0; m < st.modules.size(); ++m) {
+      st.kept.erase(State::capture_module_key(to_id<S>(c), to_id<S>(m)));
+    }
   }
   erase_sorted(st.dropped, c);
 }

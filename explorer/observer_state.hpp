@@ -144,7 +144,8 @@ struct NumericsState {
   List<Occurrence, capacity::Occurrences> occurrences;
   List<BeforePop, capacity::Occurrences> before_pop;
   List<SeenKey, capacity::SeenKeys> seen_keys;  // sorted
-  typename S::template GroupedList<Seen, capacity::SeenHistories, std::uint64_t> seen;  // grouped by capture_module_key, each in order
+  // Grouped by capture_module_key, each key's histories in order.
+  typename S::template GroupedList<Seen, capacity::SeenHistories, std::uint64_t> seen;
   List<Id, capacity::KeptCheckpoints> kept_by;  // sorted: the checkpoints with a kept stash (maybe empty)
   KeptTable kept;
   List<Id, capacity::DroppedCheckpoints> dropped;  // sorted: checkpoints the driver released

@@ -7,7 +7,7 @@
 // the k-th entry of a key scans the list: nothing in a list of a few dozen entries, O(N) per
 // entry in a program of N statements, which made `explorer run` quadratic. Here each key has its
 // own group, in a hash table: adding an entry, taking a key's k-th entry, popping its first and
-// dropping a key touch that key's entries alone. (A std::map costed more than the lists it
+// dropping a key touch that key's entries alone. (A std::map cost more than the lists it
 // replaced in small programs: its walk down the tree mispredicts a branch a level; nothing here
 // needs the keys in order.)
 #pragma once

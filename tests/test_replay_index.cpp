@@ -99,7 +99,9 @@ TEST(IndexedReplayedRuns, CountsWhatAScanCounts) {
     }
     ASSERT_EQ(replayed.size(), reference.size());
     ASSERT_TRUE(std::equal(replayed.begin(), replayed.end(), reference.begin(), reference.end(),
-                           [](const ReplayedRun& a, const ReplayedRun& b) { return a.frame == b.frame && a.module == b.module; }));
+                           [](const ReplayedRun& a, const ReplayedRun& b) {
+                             return a.frame == b.frame && a.module == b.module;
+                           }));
     for (std::uint32_t f = 0; f < 4; ++f) {
       for (std::uint32_t m = 0; m < 4; ++m) {
         const auto count = std::count_if(reference.begin(), reference.end(),
