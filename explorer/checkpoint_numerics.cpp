@@ -69,13 +69,27 @@ template <class S>
 void CheckpointNumerics<S>::step_end(const ObserverContext<S>& ctx) {
   State& st = *state_;
   for (std::size_t m = 0; m < st.modules.size(); ++m) {
-    const auto entries = std::count_if(st.stash.begin(), st.stash.end(), [&](const auto& e) { return e.module == m; });
-    if (entries != 0) ctx.violate(Invariant::I4, Reason::StashLeftAtStepEnd, m, static_cast<std::uint64_t>(entries));
+    std::size_t entries = 0;
+    if constexpr (S::kFlat) {
+      entries = static_cast<std::size_t>(
+          std::count_if(st.stash.begin(), st.stash.end(), [&](const auto& e) { return e.module == m; }));
+    } else {
+      entries = st.stash.group(to_id<S>(m)).size();
+    }
+    if (entries != 0) ctx.violate(Invariant::I4, Reason::StashLeftAtStepEnd, m, std::uint64_t{entries});
   }
   for (Id capture : st.kept_by) {
     if (!std::binary_search(st.dropped.begin(), st.dropped.end(), capture)) continue;
-    const auto entries = std::count_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == capture; });
-    if (entries != 0) ctx.violate(Invariant::I4, Reason::KeptStashOfDroppedCheckpoint, static_cast<std::uint64_t>(entries));
+    std::size_t entries = 0;
+    if constexpr (S::kFlat) {
+      entries = static_cast<std::size_t>(
+          std::count_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == capture; }));
+    } else {
+      for (std::size_t m = 0; m < st.modules.size(); ++m) {
+        entries += st.kept.group(State::capture_module_key(capture, to_id<S>(m))).size();
+      }
+    }
+    if (entries != 0) ctx.violate(Invariant::I4, Reason::KeptStashOfDroppedCheckpoint, std::uint64_t{entries});
   }
   if (st.fifo_length != 0) {
     ctx.violate(Invariant::I4, Reason::FifoLeftAtStepEnd, static_cast<std::uint64_t>(st.fifo_length));
@@ -176,7 +190,7 @@ void CheckpointNumerics<S>::module_computed(const ObserverContext<S>& ctx, Modul
   // lists long: every checkpoint around a module sees it). The original extents' histories are
   // added together after the loop (storage.hpp, insert_grouped); the recompute extents read
   // other checkpoints' keys, so they do not see the difference.
-  auto seen_key = [](const typename State::Seen& x) { return (std::uint64_t{x.capture} << 32) | x.module; };
+  auto seen_key = [](const typename State::Seen& x) { return State::capture_module_key(x.capture, x.module); };
   constexpr std::size_t kBatch = 64;
   typename State::Seen added[kBatch];
   std::size_t n = 0;
@@ -226,7 +240,11 @@ void CheckpointNumerics<S>::stash(ModuleId m) {
   entry.step = st.step;
   entry.module = to_id<S>(m);
   if (!st.extents.empty() && !st.extents.back().recompute) entry.pushed_by = st.extents.back().capture;
-  st.stash.push_back(entry);
+  if constexpr (S::kFlat) {
+    st.stash.push_back(entry);
+  } else {
+    st.stash.push_back(entry.module, entry);
+  }
 }
 
 template <class S>
@@ -248,9 +266,15 @@ void CheckpointNumerics<S>::save_for_restore(ModuleId m) {
 template <class S>
 void CheckpointNumerics<S>::pop_stash(const ObserverContext<S>& ctx, ModuleId m) {
   State& st = *state_;
-  const auto at = std::find_if(st.stash.begin(), st.stash.end(), [&](const auto& e) { return e.module == m; });
-  const typename State::StashEntry entry = *at;
-  st.stash.erase(at);
+  typename State::StashEntry entry;  // the module's oldest entry
+  if constexpr (S::kFlat) {
+    const auto at = std::find_if(st.stash.begin(), st.stash.end(), [&](const auto& e) { return e.module == m; });
+    entry = *at;
+    st.stash.erase(at);
+  } else {
+    entry = st.stash.group(to_id<S>(m)).front();
+    st.stash.pop_front(to_id<S>(m));
+  }
   const int recompute = innermost_recompute();
   const bool paired = entry.pushed_by != State::kNone && recompute >= 0 &&
                       entry.pushed_by == st.extents[static_cast<std::size_t>(recompute)].capture &&
@@ -271,7 +295,12 @@ template <class S>
 void CheckpointNumerics<S>::stash_for(ModuleId m, CaptureId c) {
   State& st = *state_;
   insert_sorted(st.kept_by, to_id<S>(c));
-  st.kept.push_back(typename State::Kept{module(m).forward, to_id<S>(c), to_id<S>(m)});
+  const typename State::Kept kept{module(m).forward, to_id<S>(c), to_id<S>(m)};
+  if constexpr (S::kFlat) {
+    st.kept.push_back(kept);
+  } else {
+    st.kept.push_back(State::capture_module_key(kept.capture, kept.module), kept);
+  }
 }
 
 template <class S>
@@ -282,22 +311,38 @@ void CheckpointNumerics<S>::replay_stash(const ObserverContext<S>& ctx, ModuleId
     ctx.violate(Invariant::I4, Reason::ReplayOutsideRecompute, m);
   }
   insert_sorted(st.kept_by, to_id<S>(c));  // looking a checkpoint up gives it an (empty) stash
-  unsigned seen = 0;
-  for (const auto& kept : st.kept) {
-    if (kept.capture == c && kept.module == m && seen++ == occurrence) {
-      module(m).forward = kept.meta;
-      return;
+  const typename State::Kept* found = nullptr;  // the module's occurrence-th kept entry
+  if constexpr (S::kFlat) {
+    unsigned seen = 0;
+    for (const auto& kept : st.kept) {
+      if (kept.capture == c && kept.module == m && seen++ == occurrence) {
+        found = &kept;
+        break;
+      }
     }
+  } else {
+    const auto& of_module = st.kept.group(State::capture_module_key(to_id<S>(c), to_id<S>(m)));
+    if (occurrence < of_module.size()) found = &of_module[occurrence];
   }
-  ctx.violate(Invariant::I4, Reason::ReplayNeverKept, m);
+  if (found == nullptr) {
+    ctx.violate(Invariant::I4, Reason::ReplayNeverKept, m);
+    return;
+  }
+  module(m).forward = found->meta;
 }
 
 template <class S>
 void CheckpointNumerics<S>::release_stash(CaptureId c) {
   State& st = *state_;
   erase_sorted(st.kept_by, c);
-  st.kept.erase(std::remove_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == c; }),
-                st.kept.end());
+  if constexpr (S::kFlat) {
+    st.kept.erase(std::remove_if(st.kept.begin(), st.kept.end(), [&](const auto& k) { return k.capture == c; }),
+                  st.kept.end());
+  } else {
+    for (std::size_t m = 0; m < st.modules.size(); ++m) {
+      st.kept.erase(State::capture_module_key(to_id<S>(c), to_id<S>(m)));
+    }
+  }
   erase_sorted(st.dropped, c);
 }
 

@@ -9,10 +9,14 @@
 //
 // I2, I6 and I7 are judged within a statement from the events and the machine, and carry
 // nothing. Ids are `S::Id`; a "table" keyed by capture is a list of tagged entries (and,
-// where an empty entry means something, the list of captures that have one).
+// where an empty entry means something, the list of captures that have one). In the growable
+// storage (`explorer run`) the tables that grow with the program are kept by key instead
+// (statemachine/grouped_table.hpp), so that each statement costs the same however long the
+// program; the flat state keeps the lists it hashes and renames.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "explorer/symbolic_meta.hpp"
 #include "statemachine/storage.hpp"
@@ -120,18 +124,30 @@ struct NumericsState {
     std::uint8_t unused[6] = {0, 0, 0, 0, 0, 0};
   };
 
+  // The tables whose flat lists are kept in the order of events, not grouped: in the growable
+  // storage, the stash by module (a module's deque is its group) and the kept stash by
+  // (checkpoint, module) (capture_module_key below; a release reads one key per module).
+  using StashTable = std::conditional_t<S::kFlat, List<StashEntry, capacity::StashEntries>,
+                                        statemachine::GroupedTable<Id, StashEntry>>;
+  using KeptTable = std::conditional_t<S::kFlat, List<Kept, capacity::KeptEntries>,
+                                       statemachine::GroupedTable<std::uint64_t, Kept>>;
+  // The key of a capture's and module's entries in `seen` (and, growable, `kept`): by capture,
+  // then module.
+  static std::uint64_t capture_module_key(Id capture, Id module) { return (std::uint64_t{capture} << 32) | module; }
+
   std::int32_t step = 0;
   std::int32_t fifo_length = 0;  // upstream: captured bits not yet installed by a recompute
   Id installed_from = kNone;     // the checkpoint whose captured bit the next recompute installs
   List<Module, capacity::ObservedModules> modules;  // index = ModuleId
-  List<StashEntry, capacity::StashEntries> stash;
+  StashTable stash;
   List<Extent, capacity::Extents> extents;
   List<Occurrence, capacity::Occurrences> occurrences;
   List<BeforePop, capacity::Occurrences> before_pop;
   List<SeenKey, capacity::SeenKeys> seen_keys;  // sorted
-  List<Seen, capacity::SeenHistories> seen;      // grouped by (capture, module) in key order, each in order
+  // Grouped by capture_module_key, each key's histories in order.
+  typename S::template GroupedList<Seen, capacity::SeenHistories, std::uint64_t> seen;
   List<Id, capacity::KeptCheckpoints> kept_by;  // sorted: the checkpoints with a kept stash (maybe empty)
-  List<Kept, capacity::KeptEntries> kept;
+  KeptTable kept;
   List<Id, capacity::DroppedCheckpoints> dropped;  // sorted: checkpoints the driver released
 };
 

@@ -165,17 +165,11 @@ FP8SM_ACTION(SaveLiveMetaForReplay, {
 FP8SM_ACTION(ReplayStashedMeta, {
   const int frame = data.innermost_recompute();
   const CaptureId capture = data.checkpoint_frames[static_cast<std::size_t>(frame)].capture;
-  const typename Data::StashedRun* run = data.replay_entry(event.module);
-  unsigned fp8_rank = 0;
-  const auto [first, last] = data.stash_of(capture);
-  for (auto r = first; r != last && &*r != run; ++r) {
-    fp8_rank += (r->module == event.module && r->fp8) ? 1u : 0u;
-  }
-  data.replayed.push_back(typename Data::ReplayedRun{to_id<S>(frame), to_id<S>(event.module)});
+  const unsigned fp8_rank = data.replay_entry(event.module)->fp8_rank;
+  data.note_replayed(frame, event.module);
   hooks.replay_stash(event.module, capture, fp8_rank);
 })
-FP8SM_ACTION(SkipReplayedRun, data.replayed.push_back(typename Data::ReplayedRun{
-                                  to_id<S>(data.innermost_recompute()), to_id<S>(event.module)}))
+FP8SM_ACTION(SkipReplayedRun, data.note_replayed(data.innermost_recompute(), event.module))
 FP8SM_ACTION(RestoreAfterReplay, {
   data.module(event.module).restore_pending = false;
   hooks.restore(event.module);

@@ -74,7 +74,7 @@ FP8SM_GUARD(FramePrevOutside, fsm.data().checkpoint_frames.back().before == Chec
 FP8SM_GUARD(FramePrevOriginal, fsm.data().checkpoint_frames.back().before == CheckpointPhase::OriginalForward)
 FP8SM_GUARD(FramePrevRecompute, fsm.data().checkpoint_frames.back().before == CheckpointPhase::Recompute)
 FP8SM_GUARD(InReplay, fsm.data().innermost_recompute() >= 0)               // fp8sm
-FP8SM_GUARD(HasReplayEntry, fsm.data().replay_entry(event.module) != nullptr)     // fp8sm
+FP8SM_GUARD(HasReplayEntry, fsm.data().replay_entry(event.module).has_value())    // fp8sm
 FP8SM_GUARD(ReplayEntryIsFp8, fsm.data().replay_entry(event.module)->fp8)          // fp8sm
 
 // Captured bits at recompute entry.

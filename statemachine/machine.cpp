@@ -242,11 +242,9 @@ void BasicMachine<S>::encode(Encoder& out) const {
   for (CaptureId c = 0; c < d.stash_slots; ++c) {
     out.begin_keyed(IdKind::Capture, c);
     put(out, 1, 1);  // the stash, not the capture record, of c
-    const auto runs = std::count_if(d.stash_runs.begin(), d.stash_runs.end(), [&](const auto& r) { return r.capture == c; });
-    put(out, static_cast<std::uint64_t>(runs), 2);
-    for (const auto& run : d.stash_runs) {
-      if (run.capture == c) put(out, run.module | (static_cast<std::uint64_t>(run.fp8) << 16), 3);
-    }
+    const auto [first, last] = d.stash_of(c);
+    put(out, static_cast<std::uint64_t>(last - first), 2);
+    for (auto run = first; run != last; ++run) put(out, run->module | (static_cast<std::uint64_t>(run->fp8) << 16), 3);
     out.end_keyed();
   }
   put(out, d.autocasts.size(), 2);

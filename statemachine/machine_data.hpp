@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 #include "spec/events.hpp"
 #include "spec/semantics.hpp"
 #include "spec/step_result.hpp"
+#include "statemachine/replay_index.hpp"
 #include "statemachine/storage.hpp"
 
 namespace fp8sm::statemachine {
@@ -106,6 +108,12 @@ struct MachineData {
     bool user_grad_before = true;
   };
 
+  // fp8sm: the two lists a recompute reads at each module it replays, plain in the flat state
+  // and indexed in the growable storage (replay_index.hpp says why).
+  using ReplayedRuns =
+      std::conditional_t<S::kFlat, List<ReplayedRun, capacity::ReplayedRuns>, IndexedReplayedRuns<ReplayedRun>>;
+  using StashedRuns = std::conditional_t<S::kFlat, List<StashedRun, capacity::StashedRuns>, IndexedStash<StashedRun>>;
+
   spec::Semantics semantics = spec::Semantics::Upstream;
 
   // Ownership region.
@@ -116,13 +124,13 @@ struct MachineData {
 
   // Checkpoint region.
   List<CheckpointFrame, capacity::CheckpointFrames> checkpoint_frames;
-  List<ReplayedRun, capacity::ReplayedRuns> replayed;  // fp8sm, recompute frames only, in order
+  ReplayedRuns replayed;  // fp8sm, recompute frames only, in order
   // fp8sm: the stash kept per checkpoint instance. A capture below `stash_slots` has an
   // entry (perhaps empty); its runs are those of `stash_runs` tagged with it, in order.
-  // `stash_runs` is grouped by capture (storage.hpp, insert_grouped), so that a recompute finds
-  // its checkpoint's runs without reading those of every checkpoint around it.
+  // In the flat state `stash_runs` is grouped by capture (storage.hpp, insert_grouped), so that
+  // a recompute finds its checkpoint's runs without reading those of every checkpoint around it.
   Id stash_slots = 0;
-  List<StashedRun, capacity::StashedRuns> stash_runs;
+  StashedRuns stash_runs;
 
   // Autocast region: one frame per open autocast; depth is its size.
   List<AutocastFrame, capacity::AutocastFrames> autocasts;
@@ -153,10 +161,16 @@ struct MachineData {
   void open_stash(CaptureId c) { stash_slots = std::max(stash_slots, to_id<S>(c + 1u)); }
   void clear_stash(CaptureId c) {
     open_stash(c);
-    stash_runs.erase(std::remove_if(stash_runs.begin(), stash_runs.end(),
-                                    [&](const StashedRun& r) { return r.capture == c; }),
-                     stash_runs.end());
+    if constexpr (S::kFlat) {
+      stash_runs.erase(std::remove_if(stash_runs.begin(), stash_runs.end(),
+                                      [&](const StashedRun& r) { return r.capture == c; }),
+                       stash_runs.end());
+    } else {
+      stash_runs.erase(to_id<S>(c));
+    }
   }
+  // fp8sm: the innermost recompute (at frame position `frame`) has replayed a run of `m`.
+  void note_replayed(int frame, ModuleId m) { replayed.push_back(ReplayedRun{to_id<S>(frame), to_id<S>(m)}); }
   // fp8sm: pushing a checkpoint frame starts with nothing replayed; popping one forgets what
   // its recompute replayed (always the tail: only the innermost recompute replays).
   void forget_replayed_of_top_frame() {
@@ -172,27 +186,43 @@ struct MachineData {
     return -1;
   }
   // fp8sm: the run of module `m` of the innermost recompute's original forward that the
-  // recompute's next run of `m` replays, or nullptr when the original ran `m` fewer times.
-  const StashedRun* replay_entry(ModuleId m) const {
+  // recompute's next run of `m` replays (the k-th when it has replayed k), or none when the
+  // original ran `m` fewer times.
+  std::optional<ReplayEntry> replay_entry(ModuleId m) const {
     const int frame = innermost_recompute();
-    if (frame < 0) return nullptr;
+    if (frame < 0) return std::nullopt;
     const Id capture = checkpoint_frames[static_cast<std::size_t>(frame)].capture;
-    if (capture >= stash_slots) return nullptr;
-    auto k = std::count_if(replayed.begin(), replayed.end(), [&](const ReplayedRun& r) {
-      return r.frame == static_cast<Id>(frame) && r.module == m;
-    });
-    const auto [first, last] = stash_of(capture);
-    for (auto run = first; run != last; ++run) {
-      if (run->module == m && k-- == 0) return &*run;
+    if (capture >= stash_slots) return std::nullopt;
+    if constexpr (S::kFlat) {
+      auto k = std::count_if(replayed.begin(), replayed.end(), [&](const ReplayedRun& r) {
+        return r.frame == static_cast<Id>(frame) && r.module == m;
+      });
+      unsigned fp8_rank = 0;
+      const auto [first, last] = stash_of(capture);
+      for (auto run = first; run != last; ++run) {
+        if (run->module != m) continue;
+        if (k-- == 0) return ReplayEntry{run->fp8, fp8_rank};
+        fp8_rank += run->fp8 ? 1u : 0u;
+      }
+      return std::nullopt;
+    } else {
+      return stash_runs.run_of_module(capture, to_id<S>(m), replayed.count(to_id<S>(frame), to_id<S>(m)));
     }
-    return nullptr;
   }
-  // fp8sm: checkpoint `c`'s stashed runs, in order.
+  // fp8sm: checkpoint `c`'s stashed runs, in order: [first, last).
   auto stash_of(CaptureId c) const {
-    return group_of(stash_runs, c, [](const StashedRun& r) -> CaptureId { return r.capture; });
+    if constexpr (S::kFlat) {
+      return group_of(stash_runs, c, [](const StashedRun& r) -> CaptureId { return r.capture; });
+    } else {
+      return stash_runs.runs_of(to_id<S>(c));
+    }
   }
   void add_stash_runs(const StashedRun* runs, std::size_t count) {
-    insert_grouped(stash_runs, runs, count, [](const StashedRun& r) { return r.capture; });
+    if constexpr (S::kFlat) {
+      insert_grouped(stash_runs, runs, count, [](const StashedRun& r) { return r.capture; });
+    } else {
+      for (std::size_t i = 0; i < count; ++i) stash_runs.add(runs[i]);
+    }
   }
 
   // ---- for guards, which change nothing: a record never created reads as its initial value --

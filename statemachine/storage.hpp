@@ -8,6 +8,10 @@
 //                    exhaustive search, whose states are trivially copyable values (a successor
 //                    is a memcpy of its parent, a few events and a hash, and allocates nothing).
 //
+// A list kept grouped by a key (insert_grouped, below) is `typename S::template GroupedList<T,
+// Tag, Key>`: in the flat state the same sorted list, in the growable storage a vector per key
+// (grouped_table.hpp), so that a long program's groups grow without moving each other.
+//
 // A Tag names one list and gives its capacity in the flat state (kCapacity) and what it holds
 // (kWhat), for the refusal when a program needs more. Ids and positions are `S::Id`: 32 bits
 // for the growable storage, 8 for the flat one (whose ids are kept small: the search renames
@@ -26,6 +30,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "statemachine/grouped_table.hpp"
 
 namespace fp8sm::statemachine {
 
@@ -121,6 +127,9 @@ class BoundedVector {
 struct GrowableStorage {
   template <class T, class Tag>
   using List = std::vector<T>;
+  // A list kept grouped by a key of type Key (insert_grouped, group_of): a vector per key.
+  template <class T, class Tag, class Key>
+  using GroupedList = GroupedTable<Key, T>;
   using Id = std::uint32_t;
   static constexpr bool kFlat = false;
 };
@@ -128,6 +137,9 @@ struct GrowableStorage {
 struct FlatStorage {
   template <class T, class Tag>
   using List = BoundedVector<T, Tag::kCapacity, Tag>;
+  // One list of tagged entries sorted by key, hashed and renamed as bytes.
+  template <class T, class Tag, class Key>
+  using GroupedList = List<T, Tag>;
   using Id = std::uint8_t;
   static constexpr bool kFlat = true;
 };
