@@ -196,11 +196,9 @@ void Context::take_twin(NodeFunction& node, const std::shared_ptr<NodeFunction>&
   node.take_saved(*twin);
 }
 
-// ---- modules ------------------------------------------------------------------------------
-
 // ---- what the program hands in ---------------------------------------------------------------
 
-void Context::require_operand(const Tensor& tensor, const std::string& what) const {
+void Context::require_own(const Tensor& tensor, const std::string& what) const {
   if (tensor.context != serial()) {
     throw MisuseError(tensor.context == 0
                           ? fmt::format("{}: the tensor was not made by a context (Context::input makes leaves)", what)
@@ -208,11 +206,11 @@ void Context::require_operand(const Tensor& tensor, const std::string& what) con
                                         "tensors: the id would name another tensor here)",
                                         what, tensor.id));
   }
-  require_well_formed(tensor.value, what);
-  if (tensor.value.rows == 0 || tensor.value.cols == 0) {
-    throw std::invalid_argument(fmt::format("{}: a {} x {} tensor holds no values", what, tensor.value.rows, tensor.value.cols));
-  }
-  require_finite(tensor.value, what);
+}
+
+void Context::require_operand(const Tensor& tensor, const std::string& what) const {
+  require_own(tensor, what);
+  require_program_value(tensor.value, what);
 }
 
 Matrix Context::admit(Matrix value, const std::string& what) const {
@@ -385,10 +383,7 @@ void Context::backward(const std::string& tape, const Tensor& loss, const Matrix
 }
 
 Matrix Context::gradient(const Tensor& tensor) const {
-  if (tensor.context != serial()) {
-    throw MisuseError(tensor.context == 0 ? "gradient: the tensor was not made by a context"
-                                          : fmt::format("gradient: tensor #{} belongs to another context", tensor.id));
-  }
+  require_own(tensor, "gradient");
   const auto found = grads_.find(tensor.id);
   return found != grads_.end() ? found->second : Matrix{};
 }

@@ -248,6 +248,8 @@ class Context : private statemachine::Hooks {
   // rule of runtime/README.md, "Errors"): made by this context (MisuseError), well-formed with
   // values (std::invalid_argument), finite where its values are on the host (std::invalid_argument).
   void require_operand(const Tensor& tensor, const std::string& what) const;
+  // MisuseError naming `what` unless this context made `tensor` (the first of those checks).
+  void require_own(const Tensor& tensor, const std::string& what) const;
   // A value the program hands in (input, the chain's input, a gradient seed): checked
   // (require_program_value), then where the backend computes.
   Matrix admit(Matrix value, const std::string& what) const;

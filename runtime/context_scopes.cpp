@@ -81,22 +81,17 @@ bool Context::destroyed_scope_is_innermost(std::size_t id) {
 }
 
 std::string Context::leave_scopes_beyond(std::size_t depth) {
-  std::string left;
-  std::exception_ptr raised;
-  while (scopes_.size() > depth) {
-    const OpenScope innermost = scopes_.back();
-    if (left.empty()) left = fmt::format("the {} scope #{}", scope_name(innermost.kind), innermost.id);
-    if (innermost.kind == ScopeKind::Checkpoint) {
+  if (scopes_.size() <= depth) return "";
+  const std::string left = fmt::format("the {} scope #{}", scope_name(scopes_.back().kind), scopes_.back().id);
+  // Left as abandoned scopes are, innermost first. The scope below them is open, not abandoned
+  // (an abandoned scope is left as soon as it is innermost), so the leaving stops there.
+  for (std::size_t i = depth; i < scopes_.size(); ++i) {
+    if (scopes_[i].kind == ScopeKind::Checkpoint) {
       throw std::logic_error("a checkpoint scope outlived its checkpoint() call");  // checkpoint() always closes it
     }
-    scopes_.pop_back();
-    try {
-      exit_scope(innermost.kind);
-    } catch (...) {
-      raised = std::current_exception();
-    }
+    scopes_[i].abandoned = true;
   }
-  if (raised) std::rethrow_exception(raised);
+  leave_abandoned_scopes();
   return left;
 }
 
@@ -112,11 +107,6 @@ class CheckpointNode final : public NodeFunction {
   bool is_twin(const NodeFunction& twin) const override { return dynamic_cast<const CheckpointNode*>(&twin) != nullptr; }
 };
 
-// §3.5: the checkpoint's call, its function, and its end (which records the reentrant node or
-// closes the frame), the end also while an exception leaves the function. A reentrant
-// checkpoint's node reads the inputs and writes a tensor of its own, which the function's
-// recompute at backward takes the gradient of; a non-reentrant checkpoint's nodes are the
-// function's own, so its output is the function's.
 Tensor Context::run_function(const GraphFunction& function, const std::vector<Tensor>& inputs, std::size_t scope_depth) {
   Tensor output;
   try {
@@ -135,6 +125,11 @@ Tensor Context::run_function(const GraphFunction& function, const std::vector<Te
   return output;
 }
 
+// §3.5: the checkpoint's call, its function, and its end (which records the reentrant node or
+// closes the frame), the end also while an exception leaves the function. A reentrant
+// checkpoint's node reads the inputs and writes a tensor of its own, which the function's
+// recompute at backward takes the gradient of; a non-reentrant checkpoint's nodes are the
+// function's own, so its output is the function's.
 Tensor Context::run_checkpoint(CheckpointMode mode, const GraphFunction& function, const std::vector<Tensor>& inputs) {
   const std::size_t scope_depth = scopes_.size();  // the checkpoint's own scope is the innermost
   for (const Tensor& input : inputs) require_operand(input, "checkpoint: an input");
