@@ -1,24 +1,36 @@
 #include "runtime/fp8_linear.hpp"
 
+#include <fmt/core.h>
+
 #include <cmath>
 #include <random>
+#include <stdexcept>
+#include <utility>
 
 namespace fp8sm::runtime {
 
-Matrix initial_linear_weight(std::size_t out_features, std::size_t in_features, std::uint64_t seed,
-                             const std::string& module) {
+LinearParameters::LinearParameters(Backend& backend, std::string module_name, std::size_t in_features,
+                                   std::size_t out_features, std::uint64_t seed, const std::string& module)
+    : name(std::move(module_name)), shape{out_features, in_features} {
+  if (in_features == 0 || out_features == 0) throw std::invalid_argument(fmt::format("{}: a dimension is 0", module));
   value_count(out_features, in_features, module + ": weight");
-  Matrix weight(out_features, in_features);
+  Matrix initial(out_features, in_features);
   std::mt19937_64 random(seed);
   const float bound = 1.0f / std::sqrt(static_cast<float>(in_features));
   std::uniform_real_distribution<float> uniform(-bound, bound);
-  for (float& w : weight.values) w = uniform(random);
-  return weight;
+  for (float& w : initial.values) w = uniform(random);
+  // Where the backend computes (device memory on a device backend: uploaded once, here).
+  weight = backend.to_backend(std::move(initial));
+  weight_grad = backend.zeros(out_features, in_features);
 }
 
-void require_linear_weight(const Matrix& weight, Shape shape, const std::string& what) {
-  require_shape(weight, shape, what);
-  require_finite(weight, what);
+void LinearParameters::require_forward(const std::string& module) const {
+  require_shape(weight, shape, module + ": weight");
+  require_finite(weight, module + ": weight");
+}
+
+void LinearParameters::require_backward(const std::string& module) const {
+  require_shape(weight_grad, shape, module + "'s weight gradient");
 }
 
 Matrix linear_forward(Backend& backend, const Recipe& recipe, MetaTensors& forward, const Matrix& x,

@@ -2,7 +2,8 @@
 // or end in one (LayerNormLinear). Under FP8 the input and the weight are cast with the
 // module's forward scales (E4M3) and multiplied in FP8 with fp32 accumulation, and the backward
 // casts the output gradient with the backward scale (E5M2 under HYBRID); outside FP8 all of it is
-// fp32. What the forward saves for the backward is a LinearSaved. Internal to the runtime.
+// fp32. What the forward saves for the backward is a LinearSaved. Internal to the runtime, but
+// for LinearParameters, which Linear's header names.
 #pragma once
 
 #include <cstddef>
@@ -29,12 +30,23 @@ struct LinearSaved {
   void clear() { *this = LinearSaved(fp8); }
 };
 
-// A Linear's initial weight, out x in on the host: uniform in ±1/sqrt(in) from `seed`.
-// std::invalid_argument naming `module` when out x in values cannot be addressed.
-Matrix initial_linear_weight(std::size_t out_features, std::size_t in_features, std::uint64_t seed,
-                             const std::string& module);
-// The weight as a forward reads it: `shape` (the program may have replaced it) and finite.
-void require_linear_weight(const Matrix& weight, Shape shape, const std::string& what);
+// The parameters of a module that is or ends in a Linear, shared by the module and the nodes it
+// records (a graph may be backpropagated after the module object is gone).
+struct LinearParameters {
+  std::string name;
+  spec::ModuleId id = 0;  // set when the module joins its context, last
+  Shape shape;            // out_features x in_features: the weight's and its gradient's
+  Matrix weight, weight_grad;
+
+  // The weight uniform in ±1/sqrt(in) from `seed`, a zero gradient, where `backend` computes.
+  // std::invalid_argument naming `module` for a dimension of 0 or sizes that cannot be addressed.
+  LinearParameters(Backend& backend, std::string name, std::size_t in_features, std::size_t out_features,
+                   std::uint64_t seed, const std::string& module);
+  // What a forward reads (the weight: `shape`, since the program may have replaced it, and
+  // finite) and a backward writes (its gradient: `shape`); std::invalid_argument naming `module`.
+  void require_forward(const std::string& module) const;
+  void require_backward(const std::string& module) const;
+};
 
 // y = x Wᵀ with the module's forward meta (`forward`: slots input 0, weight 1); `saved` gets
 // what the backward needs.

@@ -16,14 +16,14 @@ class LayerNormLinearNode final : public NodeFunction {
       : context_(context), parameters_(std::move(parameters)) {}
 
   std::vector<Matrix> backward(const Matrix& grad_output) override {
-    LayerNormLinear::Parameters& p = *parameters_;
+    LinearParameters& p = parameters_->linear;
     if (!linear.present()) {
       throw std::logic_error(
           fmt::format("LayerNormLinear {}: backward without saved tensors (its checkpoint was not recomputed)", p.name));
     }
     const Matrix dnorm = linear_backward(context_.backend(), context_.recipe(), Ops::backward_meta(context_, p.id), linear,
                                          grad_output, p.weight_grad);
-    return {layer_norm_backward(context_.backend(), norm, dnorm, p.norm)};
+    return {layer_norm_backward(context_.backend(), norm, dnorm, parameters_->norm)};
   }
   void drop_saved() override {
     linear.clear();
@@ -39,8 +39,8 @@ class LayerNormLinearNode final : public NodeFunction {
     return other != nullptr && other->parameters_ == parameters_;
   }
   void require_ready(const std::string& what) const override {
-    const std::string module = fmt::format("{}: LayerNormLinear {}", what, parameters_->name);
-    require_shape(parameters_->weight_grad, parameters_->shape, module + ": weight gradient");
+    const std::string module = fmt::format("{}: LayerNormLinear {}", what, parameters_->linear.name);
+    parameters_->linear.require_backward(module);
     parameters_->norm.require_backward(module);
   }
 
@@ -52,41 +52,31 @@ class LayerNormLinearNode final : public NodeFunction {
   std::shared_ptr<LayerNormLinear::Parameters> parameters_;
 };
 
-namespace {
-std::shared_ptr<LayerNormLinear::Parameters> make_parameters(Backend& backend, const std::string& name, std::size_t in,
-                                                             std::size_t out, std::uint64_t seed, float eps) {
-  const std::string module = "LayerNormLinear " + name;
-  if (in == 0 || out == 0) throw std::invalid_argument(fmt::format("{}: a dimension is 0", module));
-  NormParameters norm(backend, in, eps, module);
-  // The parameters and their gradients where the backend computes.
-  Matrix weight = backend.to_backend(initial_linear_weight(out, in, seed, module));
-  Matrix weight_grad = backend.zeros(out, in);
-  return std::make_shared<LayerNormLinear::Parameters>(LayerNormLinear::Parameters{
-      name, 0, Shape{out, in}, std::move(weight), std::move(weight_grad), std::move(norm)});
-}
-}  // namespace
-
 LayerNormLinear::LayerNormLinear(Context& context, const std::string& name, std::size_t in_features,
                                  std::size_t out_features, std::uint64_t seed, float eps)
-    : context_(context), parameters_(make_parameters(context.backend(), name, in_features, out_features, seed, eps)) {
-  parameters_->id = Ops::add_module(context, name);  // last: nothing joins the context if the above threw
+    : context_(context),
+      parameters_(std::make_shared<Parameters>(
+          Parameters{LinearParameters(context.backend(), name, in_features, out_features, seed, "LayerNormLinear " + name),
+                     NormParameters(context.backend(), in_features, eps, "LayerNormLinear " + name)})) {
+  parameters_->linear.id = Ops::add_module(context, name);  // last: nothing joins the context if the above threw
 }
 
-ModuleMeta LayerNormLinear::meta() const { return static_cast<const Context&>(context()).meta(parameters_->id); }
+ModuleMeta LayerNormLinear::meta() const { return static_cast<const Context&>(context()).meta(parameters_->linear.id); }
 
 Tensor LayerNormLinear::forward(const Tensor& x) {
   Context& c = context();
-  const Parameters& p = *parameters_;
+  const LinearParameters& p = parameters_->linear;
+  const NormParameters& norm = parameters_->norm;
   const std::string what = "LayerNormLinear " + p.name;
   Ops::require_operand(c, x, what + ": input");
   if (x.value.cols != p.shape.cols) {
     throw std::invalid_argument(fmt::format("{}: input has {} features, expected {}", what, x.value.cols, p.shape.cols));
   }
-  require_linear_weight(p.weight, p.shape, what + ": weight");
-  p.norm.require_forward(what);
+  p.require_forward(what);
+  norm.require_forward(what);
   return Ops::run_module(c, p.id, {&x}, [&](bool fp8) {
     auto node = std::make_shared<LayerNormLinearNode>(c, parameters_);
-    const Matrix normalised = layer_norm(c.backend(), x.value, p.norm, node->norm);
+    const Matrix normalised = layer_norm(c.backend(), x.value, norm, node->norm);
     Matrix y = linear_forward(c.backend(), c.recipe(), Ops::forward_meta(c, p.id), normalised, p.weight, fp8,
                               node->linear);
     return std::make_pair(std::move(y), std::shared_ptr<NodeFunction>(node));

@@ -13,6 +13,7 @@
 
 #include "runtime/context.hpp"
 #include "runtime/context_ref.hpp"
+#include "runtime/fp8_linear.hpp"
 #include "runtime/layer_norm.hpp"
 
 namespace fp8sm::runtime {
@@ -31,10 +32,10 @@ class LayerNormLinear {
   // MisuseError for a tensor of another context or once the context is destroyed.
   Tensor forward(const Tensor& x);
 
-  spec::ModuleId id() const { return parameters_->id; }
-  const std::string& name() const { return parameters_->name; }
-  Matrix& weight() { return parameters_->weight; }
-  Matrix& weight_grad() { return parameters_->weight_grad; }
+  spec::ModuleId id() const { return parameters_->linear.id; }
+  const std::string& name() const { return parameters_->linear.name; }
+  Matrix& weight() { return parameters_->linear.weight; }
+  Matrix& weight_grad() { return parameters_->linear.weight_grad; }
   Matrix& gamma() { return parameters_->norm.gamma; }
   Matrix& beta() { return parameters_->norm.beta; }
   Matrix& gamma_grad() { return parameters_->norm.gamma_grad; }
@@ -44,15 +45,12 @@ class LayerNormLinear {
 
   // What the module's recorded nodes share with it.
   struct Parameters {
-    std::string name;
-    spec::ModuleId id = 0;
-    Shape shape;  // out_features x in_features
-    Matrix weight, weight_grad;
+    LinearParameters linear;
     NormParameters norm;
   };
 
  private:
-  Context& context() const { return context_.get("LayerNormLinear", parameters_->name); }
+  Context& context() const { return context_.get("LayerNormLinear", parameters_->linear.name); }
 
   ContextRef context_;
   std::shared_ptr<Parameters> parameters_;

@@ -12,7 +12,7 @@ namespace fp8sm::runtime {
 // weight's gradient goes to the module's parameters, which it shares.
 class LinearNode final : public NodeFunction {
  public:
-  LinearNode(Context& context, std::shared_ptr<Linear::Parameters> parameters)
+  LinearNode(Context& context, std::shared_ptr<LinearParameters> parameters)
       : context_(context), parameters_(std::move(parameters)) {}
 
   std::vector<Matrix> backward(const Matrix& grad_output) override {
@@ -36,41 +36,34 @@ class LinearNode final : public NodeFunction {
   }
 
   void require_ready(const std::string& what) const override {
-    require_shape(parameters_->weight_grad, parameters_->shape,
-                  fmt::format("{}: Linear {}'s weight gradient", what, parameters_->name));
+    parameters_->require_backward(fmt::format("{}: Linear {}", what, parameters_->name));
   }
 
   LinearSaved saved;
 
  private:
   Context& context_;  // the node lives in the context's graph
-  std::shared_ptr<Linear::Parameters> parameters_;
+  std::shared_ptr<LinearParameters> parameters_;
 };
 
 Linear::Linear(Context& context, const std::string& name, std::size_t in_features, std::size_t out_features,
                std::uint64_t seed)
-    : context_(context), parameters_(std::make_shared<Parameters>()) {
-  if (in_features == 0 || out_features == 0) throw std::invalid_argument(fmt::format("Linear {}: a dimension is 0", name));
-  Parameters& p = *parameters_;
-  p.name = name;
-  p.shape = {out_features, in_features};
-  // The weight and its gradient live where the backend computes (device memory on a device
-  // backend: uploaded once, here). The module joins the context last, once nothing can fail.
-  p.weight = context.backend().to_backend(initial_linear_weight(out_features, in_features, seed, "Linear " + name));
-  p.weight_grad = context.backend().zeros(out_features, in_features);
-  p.id = context.add_module(name);
+    : context_(context),
+      parameters_(std::make_shared<LinearParameters>(context.backend(), name, in_features, out_features, seed,
+                                                     "Linear " + name)) {
+  parameters_->id = context.add_module(name);  // last: nothing joins the context if the above threw
 }
 
 ModuleMeta Linear::meta() const { return context().meta(parameters_->id); }
 
 Tensor Linear::forward(const Tensor& x) {
   Context& c = context();
-  const Parameters& p = *parameters_;
+  const LinearParameters& p = *parameters_;
   c.require_operand(x, fmt::format("Linear {}: input", p.name));
   if (x.value.cols != p.shape.cols) {
     throw std::invalid_argument(fmt::format("Linear {}: input has {} features, expected {}", p.name, x.value.cols, p.shape.cols));
   }
-  require_linear_weight(p.weight, p.shape, fmt::format("Linear {}: weight", p.name));
+  p.require_forward("Linear " + p.name);
   return c.run_module(p.id, {&x}, [&](bool fp8) {
     auto node = std::make_shared<LinearNode>(c, parameters_);
     Matrix y = linear_forward(c.backend(), c.recipe(), c.state(p.id).forward, x.value, p.weight, fp8, node->saved);

@@ -10,6 +10,7 @@
 
 #include "runtime/context.hpp"
 #include "runtime/context_ref.hpp"
+#include "runtime/fp8_linear.hpp"
 
 namespace fp8sm::runtime {
 
@@ -39,20 +40,11 @@ class Linear {
   // A host copy of the module's meta (Context::meta).
   ModuleMeta meta() const;
 
-  // What the module's recorded nodes share with it: a graph may be backpropagated after the
-  // Linear object itself is gone.
-  struct Parameters {
-    std::string name;
-    spec::ModuleId id = 0;
-    Shape shape;  // out_features x in_features: the weight's and its gradient's
-    Matrix weight, weight_grad;
-  };
-
  private:
   Context& context() const { return context_.get("Linear", parameters_->name); }
 
   ContextRef context_;
-  std::shared_ptr<Parameters> parameters_;
+  std::shared_ptr<LinearParameters> parameters_;  // shared with the nodes it records
 };
 
 }  // namespace fp8sm::runtime
