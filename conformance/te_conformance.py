@@ -45,17 +45,20 @@ class HarnessFailure(Exception):
 
 # ---- both sides ---------------------------------------------------------------------------------
 
-def run_on_te(te, text: str) -> dict:
+def run_on_te(te, text: str, function=None) -> dict:
     """The program on TE, in a forked child: TE's globals (the FIFO, the region flags, the
-    quantization state) start as TE's import left them, for every program."""
+    quantization state) start as TE's import left them, for every program. `function(te, text)`
+    runs it (default: te_harness.run_program)."""
     import te_harness
+
+    function = function or te_harness.run_program
 
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child
         os.close(read_end)
         try:
-            result = te_harness.run_program(te, text)
+            result = function(te, text)
         except BaseException as e:  # noqa: BLE001  (reported to the parent, which stops)
             result = {"harness_failure": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
         with os.fdopen(write_end, "w") as out:

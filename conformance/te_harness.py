@@ -32,7 +32,7 @@ class UserError(Exception):
 class Counter:
     """Wraps reduce_and_update_fp8_tensors: counts the calls, then runs TE's own."""
 
-    def __init__(self, te: TE):
+    def __init__(self, te: TE, on_update=lambda forward: None):
         self.forward = 0
         self.backward = 0
         original = te.manager.reduce_and_update_fp8_tensors.__func__
@@ -43,6 +43,7 @@ class Counter:
                 counter.forward += 1
             else:
                 counter.backward += 1
+            on_update(forward)
             return original(cls, forward)
 
         te.manager.reduce_and_update_fp8_tensors = classmethod(counting)
@@ -53,7 +54,9 @@ class Run:
 
     def __init__(self, te: TE):
         self.te = te
-        self.counter = Counter(te)
+        self.counter = Counter(te, self.on_update)
+        self.executed = set()  # ids of the save and backward statements that ran
+        self.current_module = None  # the module whose forward runs
         self.recipe = te.recipe.DelayedScaling()
         self.modules: Dict[str, torch.nn.Module] = {}
         self.tapes: Dict[str, torch.Tensor] = {}
@@ -74,13 +77,18 @@ class Run:
                 self.counter.forward = self.counter.backward = 0
                 raised = []
                 try:
-                    self.block(step)
+                    for statement in step:
+                        try:
+                            self.block([statement])
+                        finally:
+                            self.statement_done()
                 except HARNESS_FAILURES:
                     raise
                 except Exception as e:  # noqa: BLE001  (an escaped exception ends the step)
                     raised.append({"kind": type(e).__name__, "message": str(e)})
                 steps.append({"forward_updates": self.counter.forward,
                               "backward_updates": self.counter.backward, "raised": raised})
+                self.step_done(steps[-1])
                 self._close()  # the next step starts from a fresh input
         return {"steps": steps}
 
@@ -94,8 +102,7 @@ class Run:
     def run_block(self, b: Block) -> None:
         te = self.te
         if b.op == "autocast":
-            with te.quantization.autocast(enabled=b.mode == "on", recipe=self.recipe):
-                self.block(b.body)
+            self.user_autocast(b.mode == "on", lambda: self.block(b.body))
         elif b.op == "no_grad":
             # Not part of the graph: the chain goes on from before the block.
             before, closes = (self.h, self.tip), self.closes
@@ -115,25 +122,35 @@ class Run:
             except Exception:  # noqa: BLE001  (`try` catches any exception)
                 self._resume(before, closes)
         elif b.op == "checkpoint":
-            self.set_chain(te.distributed.checkpoint(self._body_function(b.body), self.h,
-                                                     use_reentrant=b.mode == "reentrant"))
+            self.set_chain(self.checkpoint_call(
+                lambda checkpoint: te.distributed.checkpoint(self._body_function(b.body, checkpoint), self.h,
+                                                             use_reentrant=b.mode == "reentrant")))
         else:
             raise ValueError(f"unknown block {b.op}")
 
     def simple(self, s: Simple) -> None:
         if s.op == "linear":
-            self.set_chain(self.module(s.name)(self.h))
+            module = self.module(s.name)
+            self.current_module = s.name
+            try:
+                self.set_chain(self.module_call(s.name, module, lambda: module(self.h)))
+            finally:
+                self.current_module = None
         elif s.op == "raise":
             if s.name == "always" or (s.name == "original") == (self.recomputing == 0):
                 raise UserError(f"raise {s.name}")
         elif s.op == "recompute_uncaptured":
-            with self.te.distributed.activation_recompute_forward(activation_recompute=True,
-                                                                   recompute_phase=True):
-                pass
+            def enter():
+                with self.te.distributed.activation_recompute_forward(activation_recompute=True,
+                                                                       recompute_phase=True):
+                    pass
+            self.recompute_uncaptured(enter)
         elif s.op == "save":
+            self.executed.add(id(s))
             self.tapes[s.name] = self._loss()
             self._close()
         elif s.op == "backward":
+            self.executed.add(id(s))
             if s.name is None:
                 loss = self._loss()
                 if not s.retain:
@@ -145,9 +162,39 @@ class Run:
                 if loss is None:
                     with torch.enable_grad():
                         loss = self.tapes[s.name] = self._leaf().sum()
-            loss.backward(retain_graph=s.retain)
+            self.backward_pass(lambda: loss.backward(retain_graph=s.retain))
         else:
             raise ValueError(f"unknown statement {s.op}")
+
+    # ---- where an observer looks (te_observe.ObservedRun): here they only run the code -------
+
+    def on_update(self, forward: bool) -> None:
+        """TE called reduce_and_update_fp8_tensors(forward)."""
+
+    def statement_done(self) -> None:
+        """A top-level statement ended, normally or raising."""
+
+    def step_done(self, step: dict) -> None:
+        """A step ended; `step` is its result."""
+
+    def user_autocast(self, enabled: bool, body) -> None:
+        with self.te.quantization.autocast(enabled=enabled, recipe=self.recipe):
+            body()
+
+    def backward_pass(self, run_pass) -> None:
+        run_pass()
+
+    def checkpoint_call(self, call):
+        return call(0)
+
+    def function_call(self, checkpoint: int, recompute: bool, body):
+        return body()
+
+    def recompute_uncaptured(self, enter) -> None:
+        enter()
+
+    def module_call(self, name: str, module, call):
+        return call()
 
     # ---- pieces ---------------------------------------------------------------------------
 
@@ -157,9 +204,9 @@ class Run:
                 self.modules[name] = self.te.linear.Linear(WIDTH, WIDTH, bias=False, params_dtype=torch.float32)
         return self.modules[name]
 
-    def _body_function(self, body: List[scenario.Statement]):
+    def _body_function(self, body: List[scenario.Statement], checkpoint: int):
         """A checkpoint's function: its first call is the original forward, any later one a
-        recompute (TE calls it again from the backward)."""
+        recompute (TE calls it again from the backward). `checkpoint` numbers the call."""
         calls = [0]
 
         def function(x: torch.Tensor) -> torch.Tensor:
@@ -170,7 +217,7 @@ class Run:
             self.recomputing += recompute
             self.function_depth += 1
             try:
-                self.block(body)
+                self.function_call(checkpoint, recompute, lambda: self.block(body))
                 return self.h
             finally:
                 self.recomputing -= recompute

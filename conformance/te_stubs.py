@@ -245,9 +245,17 @@ def _called_from(function, prefix: str) -> str:
     return names.pop()
 
 
+# Called with (weight's data_ptr, fp8, forward) at each stubbed GEMM, when set: where an
+# observer (te_observe.py) sees a module's casts and, in the backward, a module backward that
+# got past its unpack. None outside an observed run.
+GEMM_OBSERVER = None
+
+
 def _linear_forward_impl(fwd_args, values: int):
     """(out, weight workspace, tensors to save, [..,] ctx attributes): what _Linear.forward
     unpacks; the values it does not use here are None."""
+    if GEMM_OBSERVER is not None:
+        GEMM_OBSERVER(fwd_args.weight.data_ptr(), bool(fwd_args.fp8), True)
     out = fwd_args.inp @ fwd_args.weight.t()
     result = [None] * values
     result[0], result[2], result[-1] = out, (), {}
@@ -265,6 +273,8 @@ def _linear_setup_ctx(bwd_args, fwd_args, fwd_outputs, ctx_attrs, tensors_to_sav
 
 
 def _linear_backward_impl(bwd_args):
+    if GEMM_OBSERVER is not None:
+        GEMM_OBSERVER(bwd_args.origin_weight_ref.data_ptr(), bool(bwd_args.fp8), False)
     grad_output = bwd_args.grad_output
     inputmat = bwd_args.inputmat
     wgrad = grad_output.t() @ inputmat if bwd_args.requires_wgrad else None

@@ -27,12 +27,7 @@ caller_dir="$PWD"
 cd "$(dirname "$0")/.."
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$caller_dir/$1" ;; esac; }  # as the caller meant it
 
-readonly TE_VERSION_PINNED=2.20.2
-readonly PYTHON_PACKAGES=(torch==2.15.0 numpy==2.4.6 pydantic==2.14.4 packaging==26.4 einops==0.8.2
-                          onnx==1.23.2 onnxscript==0.7.2)
-# PyPI's torch brings the CUDA libraries (and TE imports triton), 5.5 GB installed, even to run
-# on the CPU: a clear refusal beats pip's "No space left on device" halfway through.
-readonly INSTALL_NEEDS_GB=7   # with room for pip's downloads and unpacking
+source scripts/te-env.sh
 
 te_version="$TE_VERSION_PINNED"
 te_source=""
@@ -52,35 +47,9 @@ done
 
 [ -x build/explorer/explorer ] || scripts/build.sh
 
-venv=build/te-venv
-stamp="$venv/.installed"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "${PYTHON_PACKAGES[*]}" ]; then
-  mkdir -p build
-  free_gb=$(df --output=avail -BG build | tail -1 | tr -dc 0-9)
-  if [ "$free_gb" -lt "$INSTALL_NEEDS_GB" ]; then
-    echo "te-conformance: the environment needs about ${INSTALL_NEEDS_GB} GB free under build/, there are ${free_gb} GB" >&2
-    exit 2
-  fi
-  echo "te-conformance: installing ${PYTHON_PACKAGES[*]} into $venv" >&2
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  # No cache: pip would keep a second copy of every wheel (gigabytes) that nothing reads again.
-  pip_install=("$venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir)
-  "${pip_install[@]}" "${PYTHON_PACKAGES[@]}"
-  echo "${PYTHON_PACKAGES[*]}" > "$stamp"
-fi
-
-if [ -z "$te_source" ]; then
-  te_source="build/te-src/$te_version"
-  if [ ! -f "$te_source/transformer_engine/pytorch/quantization.py" ]; then
-    wheels="build/te-wheels"
-    mkdir -p "$wheels"
-    "$venv/bin/pip" download --quiet --disable-pip-version-check --no-cache-dir --no-deps --dest "$wheels" \
-      "transformer-engine==$te_version"
-    rm -rf "$te_source"
-    "$venv/bin/python" -m zipfile -e "$wheels/transformer_engine-$te_version-py3-none-any.whl" "$te_source"
-  fi
-fi
+te_env_install || exit 2
+venv="$TE_VENV"
+te_source="$(te_source_of "$te_version" "$te_source")"
 
 if [ "$self_test" = 1 ]; then
   TE_SOURCE="$te_source" EXPLORER=build/explorer/explorer \

@@ -1,0 +1,251 @@
+"""Exhaustive verdicts on Transformer Engine's own code: every program of the model's search run
+on TE, the invariants judged on what TE does.
+
+    te_explore.py --te-source DIR --explorer PATH --depth N [--semantics S] [--jobs J] [--json]
+                  [--data-inputs] [--expect-violated I1,I4,...]
+
+The programs are `explorer --depth N --programs --json` (one per distinct top-level state of
+the model's search, shortest first). Each runs on TE (te_observe.ObservedRun: I1, I2, I4, I6,
+I7, I9 from TE's own calls and globals), and so does the same program without its checkpoints
+(I8). The report has the explorer's form: per invariant, holding or violated, how many programs
+violate it, and the shortest such program with TE's results. With --semantics S, each program's
+TE result is also compared with the model's under S (counts and exception kinds, then the
+violated invariants); every count disagreement is shrunk to a minimal program.
+
+Exit status: 0 all invariants hold on TE (with --expect-violated: exactly those are violated,
+and with --semantics every program agrees); 1 otherwise; 2 the harness could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import scenario  # noqa: E402
+import te_conformance  # noqa: E402
+import te_observe  # noqa: E402
+
+INVARIANTS = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9"]
+# What this check judges on TE (docs/conformance.md says why I5 is not).
+JUDGED_ON_TE = ["I1", "I2", "I3", "I4", "I6", "I7", "I8", "I9"]
+
+
+@dataclass
+class Program:
+    index: int
+    depth: int
+    text: str                      # one line
+    model_steps: List[dict]        # `explorer run --json`'s steps under the search's semantics
+    te_steps: List[dict] = field(default_factory=list)
+
+    def te_violations(self) -> Dict[str, str]:
+        out: Dict[str, str] = {}
+        for step in self.te_steps:
+            for invariant, reason in step["violations"].items():
+                out.setdefault(invariant, reason)
+        return out
+
+    def model_violations(self) -> Dict[str, str]:
+        out: Dict[str, str] = {}
+        for step in self.model_steps:
+            for invariant in step["violations"]:
+                out.setdefault(invariant, step["reasons"].get(invariant, ""))
+        return out
+
+
+def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool) -> List[Program]:
+    command = [explorer, "--depth", str(depth), "--semantics", semantics, "--programs", "--json"]
+    if data_inputs:
+        command.append("--data-inputs")
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise te_conformance.HarnessFailure(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
+    programs = []
+    for line in done.stdout.splitlines():
+        document = json.loads(line)
+        programs.append(Program(document["index"], document["depth"], document["program"], document["steps"]))
+    return programs
+
+
+def run_observed_program(te, text: str) -> dict:
+    """What a worker runs for one program: the observed run, and the plain run of the program
+    without its checkpoints (I8's reference), judged together."""
+    program = scenario.parse(text)
+    observed = te_observe.ObservedRun(te)
+    result = observed.run(program)
+    reference = te_observe.without_checkpoints(program)
+    import te_harness
+
+    reference_result = te_harness.Run(te).run(reference)
+    te_observe.judge_transparency(result["steps"], reference_result["steps"],
+                                  te_observe.diverged_steps(program, observed.executed))
+    return result
+
+
+def run_many(te, texts: List[str], function, jobs: int) -> List[dict]:
+    """Each program in a child forked from this process (TE's import-time globals each time)."""
+    return [te_conformance.run_on_te(te, text, function) for text in texts]
+
+
+def multiline(text: str) -> str:
+    return scenario.render(scenario.parse(text)) + "\n"
+
+
+def describe_te(steps: List[dict]) -> List[str]:
+    lines = [f"TE: {te_conformance.describe({'steps': steps})}"]
+    for step in steps:
+        for r in step["raised"]:
+            lines.append(f"    {r['kind']}: {r['message'][:200]}")
+    return lines
+
+
+def verdicts(programs: List[Program], side: str) -> Dict[str, List[Program]]:
+    out: Dict[str, List[Program]] = {i: [] for i in INVARIANTS}
+    for p in programs:
+        found = p.te_violations() if side == "te" else p.model_violations()
+        for invariant in found:
+            out[invariant].append(p)
+    return out
+
+
+def report_text(programs: List[Program], args, te_source: Path, seconds: float,
+                count_disagreements: List[Program], verdict_disagreements: Dict[str, List[Program]],
+                shrunk: Dict[int, str], out) -> None:
+    te_side = verdicts(programs, "te")
+    print(f"TE from {te_source}: {len(programs)} programs of up to {args.depth} statements "
+          f"(the model's search under {args.search_semantics}), {seconds:.0f} s", file=out)
+    for invariant in INVARIANTS:
+        if invariant not in JUDGED_ON_TE:
+            print(f"{invariant} not judged on TE (docs/conformance.md)", file=out)
+            continue
+        violating = te_side[invariant]
+        if not violating:
+            print(f"{invariant} holds", file=out)
+            continue
+        first = min(violating, key=lambda p: (p.depth, p.index))
+        print(f"{invariant} violated ({len(violating)} programs); shortest counterexample, {first.depth} statements: "
+              f"{first.te_violations()[invariant]}", file=out)
+        for line in multiline(first.text).splitlines():
+            print(f"    {line}", file=out)
+        for line in describe_te(first.te_steps):
+            print(f"  {line}", file=out)
+    if args.semantics:
+        agreeing = len(programs) - len(count_disagreements)
+        print(f"model ({args.semantics}): counts and exceptions agree on {agreeing}/{len(programs)} programs", file=out)
+        for p in count_disagreements:
+            print(f"DISAGREE program {p.index}: {p.text}", file=out)
+            print("  minimal program:", file=out)
+            for line in shrunk.get(p.index, multiline(p.text)).splitlines():
+                print(f"    {line}", file=out)
+            print(f"  TE:    {te_conformance.describe({'steps': p.te_steps})}", file=out)
+            print(f"  model: {te_conformance.describe({'steps': p.model_steps})}", file=out)
+        model_side = verdicts(programs, "model")
+        for invariant in JUDGED_ON_TE:
+            differing = verdict_disagreements[invariant]
+            te_n, model_n = len(te_side[invariant]), len(model_side[invariant])
+            if not differing:
+                print(f"model ({args.semantics}): {invariant} the same on every program ({te_n} violating)", file=out)
+                continue
+            print(f"model ({args.semantics}): {invariant} differs on {len(differing)} programs "
+                  f"(TE {te_n} violating, model {model_n}); the shortest:", file=out)
+            p = min(differing, key=lambda p: (p.depth, p.index))
+            print(f"    {p.text}", file=out)
+            print(f"  TE:    {p.te_violations().get(invariant, 'holds')}", file=out)
+            print(f"  model: {p.model_violations().get(invariant, 'holds')}", file=out)
+
+
+def report_json(programs: List[Program], args, te_source: Path, seconds: float,
+                count_disagreements: List[Program], verdict_disagreements: Dict[str, List[Program]],
+                shrunk: Dict[int, str]) -> dict:
+    te_side = verdicts(programs, "te")
+    invariants = []
+    for invariant in INVARIANTS:
+        entry = {"invariant": invariant, "judged": invariant in JUDGED_ON_TE}
+        violating = te_side[invariant]
+        entry["violated"] = bool(violating) and entry["judged"]
+        entry["programs"] = len(violating)
+        if violating and entry["judged"]:
+            first = min(violating, key=lambda p: (p.depth, p.index))
+            entry["counterexample"] = {"length": first.depth, "reason": first.te_violations()[invariant],
+                                       "scenario": multiline(first.text), "scenario_one_line": first.text,
+                                       "te_steps": first.te_steps}
+        invariants.append(entry)
+    document = {"format": "fp8sm-te-explore/1", "te_source": str(te_source), "depth": args.depth,
+                "search_semantics": args.search_semantics, "programs": len(programs), "seconds": round(seconds, 1),
+                "invariants": invariants}
+    if args.semantics:
+        document["model"] = {
+            "semantics": args.semantics,
+            "agreeing": len(programs) - len(count_disagreements),
+            "disagreements": [{"program": p.text, "minimal": shrunk.get(p.index), "te_steps": p.te_steps,
+                               "model_steps": p.model_steps} for p in count_disagreements],
+            "verdict_differences": {i: [p.text for p in ps] for i, ps in verdict_disagreements.items() if ps},
+        }
+    return document
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--te-source", type=Path, required=True)
+    parser.add_argument("--explorer", default=str(HERE.parent / "build" / "explorer" / "explorer"))
+    parser.add_argument("--depth", type=int, default=4)
+    parser.add_argument("--semantics", choices=["upstream", "pr3213"], help="also compare each program with the model")
+    parser.add_argument("--jobs", type=int, default=0, help="worker processes (default: the cores)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--data-inputs", action="store_true", help="the search's alphabet includes `data`")
+    parser.add_argument("--expect-violated", default=None, metavar="I1,I4,...",
+                        help="exit 0 only if exactly these invariants are violated on TE")
+    args = parser.parse_args(argv)
+    if args.depth < 1:
+        parser.error("--depth must be 1 or more")
+    args.search_semantics = args.semantics or "upstream"
+
+    started = time.monotonic()
+    try:
+        te = te_conformance.load_te(args.te_source)
+        programs = search_programs(args.explorer, args.depth, args.search_semantics, args.data_inputs)
+        results = run_many(te, [p.text for p in programs], run_observed_program, args.jobs)
+        for p, result in zip(programs, results):
+            p.te_steps = result["steps"]
+        count_disagreements: List[Program] = []
+        verdict_disagreements: Dict[str, List[Program]] = {i: [] for i in JUDGED_ON_TE}
+        shrunk: Dict[int, str] = {}
+        if args.semantics:
+            checker = te_conformance.Checker(te, args.explorer, args.semantics)
+            for p in programs:
+                if te_conformance.comparable({"steps": p.te_steps}) != te_conformance.comparable({"steps": p.model_steps}):
+                    count_disagreements.append(p)
+                    shrunk[p.index] = te_conformance.shrink(checker, multiline(p.text))
+                te_found, model_found = p.te_violations(), p.model_violations()
+                for invariant in JUDGED_ON_TE:
+                    if (invariant in te_found) != (invariant in model_found):
+                        verdict_disagreements[invariant].append(p)
+    except te_conformance.HarnessFailure as e:
+        print(f"te_explore: the harness failed: {e}", file=sys.stderr)
+        return 2
+    seconds = time.monotonic() - started
+    if args.json:
+        print(json.dumps(report_json(programs, args, args.te_source, seconds, count_disagreements,
+                                     verdict_disagreements, shrunk)))
+    else:
+        report_text(programs, args, args.te_source, seconds, count_disagreements, verdict_disagreements, shrunk,
+                    sys.stdout)
+    violated = {i for i, ps in verdicts(programs, "te").items() if ps and i in JUDGED_ON_TE}
+    agree = not count_disagreements and not any(verdict_disagreements.values())
+    if args.expect_violated is not None:
+        expected = {i for i in args.expect_violated.split(",") if i}
+        return 0 if violated == expected and agree else 1
+    return 0 if not violated and agree else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

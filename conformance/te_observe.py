@@ -1,0 +1,478 @@
+"""The invariants of spec §5 checked on what Transformer Engine itself does.
+
+te_harness.Run runs a program on TE and counts updates. ObservedRun runs it the same way and
+also watches TE's own state code, with wrappers around its functions (installed for one run,
+removed after it) and reads of its globals, and judges the invariants from that alone: no
+model is consulted. Each check says which of TE's observable facts it reads:
+
+- I1  TE's forward update calls (reduce_and_update_fp8_tensors(forward=True)) against the user
+      autocast exits the program makes: one during each exit that leaves depth 0 (TE's own
+      autocast_depth) with FP8 enabled and grad on as the program sets it, none elsewhere.
+- I2  per backward pass (one `backward` statement): the Linear backwards that ran with FP8
+      (seen where TE hands the restored tensors to the GEMM, after the unpack) and TE's
+      backward update calls: exactly one update if an FP8 backward ran and the pass completed,
+      and no FP8 backward after it.
+- I4  TE's recompute stash (quantization_state.fp8_tensors_recompute_buffer, a deque per
+      module) and, in upstream TE, the ownership FIFO (activation_recompute_forward's list):
+      every entry is tagged with the checkpoint call that pushed it, and must be popped by that
+      checkpoint's recompute; a pop that finds nothing, or an entry left at a step's end, is a
+      violation.
+- I6  TE's globals after each top-level statement: no checkpoint region or phase flag, FP8
+      disabled, the ownership bit (is_first_fp8_module) down outside autocast.
+- I7  TE's autocast depth never negative, and zero at each step's end.
+- I8  the same program without its checkpoints, also run on TE (by the caller: judge_transparency).
+- I9  TE's registrations in the global amax buffer (add_fp8_tensors_to_global_buffer calls that
+      add the module): once per module, never during a recompute, and before any update that
+      reduces an amax the module's FP8 casts produced.
+
+- I3  TE's ownership bit (quantization_state.is_first_fp8_module) read after each TE call that
+      may change it (autocast entry and exit, the activation-recompute context's entry and
+      exit, the claim), per scope: an outermost user autocast, a recompute (the context entered
+      in its recompute phase). The owners of a scope are the Linear nodes whose claim returned
+      True while it was the innermost. An owner is live unless its node was dropped unused:
+      torch freed its autograd context (a weak reference, read at the step's end) before its
+      backward ran, as for the nodes of a `try` that caught, of a failed recompute, of a
+      non-reentrant recompute, or of a step that an exception ended. At most one live owner per scope,
+      no rise of the bit inside a scope with a live owner, and no scope exit above the bit's
+      value at its entry.
+
+I5 is not judged here: docs/conformance.md says why.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Dict, List, Optional
+
+import scenario
+import te_harness
+import te_stubs
+from scenario import Block, Simple
+
+
+class Violations:
+    """The first reason of each invariant violated in the current step."""
+
+    def __init__(self):
+        self.step: Dict[str, str] = {}
+
+    def add(self, invariant: str, reason: str) -> None:
+        self.step.setdefault(invariant, reason)
+
+    def take(self) -> Dict[str, str]:
+        step, self.step = self.step, {}
+        return step
+
+
+class _Patch:
+    """Replaces attributes for one run and puts the originals back after it."""
+
+    def __init__(self):
+        self.saved = []
+
+    def set(self, owner, name: str, value) -> None:
+        self.saved.append((owner, name, owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)))
+        setattr(owner, name, value)
+
+    def undo(self) -> None:
+        for owner, name, value in reversed(self.saved):
+            setattr(owner, name, value)
+        self.saved.clear()
+
+
+class ObservedRun(te_harness.Run):
+    """A Run that also judges I1, I2, I4, I6, I7 and I9 on TE's own calls and globals."""
+
+    def __init__(self, te):
+        super().__init__(te)
+        self.violations = Violations()
+        self.distributed = te.distributed
+        self.qstate = lambda: te.manager.quantization_state
+        self.upstream_fifo = getattr(te.distributed.activation_recompute_forward, "_is_first_fp8_module", None)
+        # I1: the user autocast exit in progress, and whether it owes an update.
+        self.exits: List[dict] = []
+        # I2: the backward pass in progress.
+        self.pass_fp8_backwards = 0
+        self.pass_updates = 0
+        self.in_pass = False
+        # I4: checkpoint calls, the functions running (original forwards and recomputes), and
+        # shadows of TE's stash deques and FIFO holding the checkpoint call of each entry.
+        self.next_checkpoint = 0
+        self.calling: List[int] = []
+        self.functions: List[int] = []
+        self.stash_tags: Dict[int, List[int]] = {}
+        self.fifo_tags: List[int] = []
+        self.bit_popped_for: Optional[int] = None
+        self.uncaptured = False
+        # I9: registrations and the modules whose FP8 casts left an amax for the next update.
+        self.registered: Dict[str, int] = {}
+        self.cast: Dict[bool, set] = {True: set(), False: set()}
+        self.weights: Dict[int, str] = {}
+        # I3: the ownership bit after the last TE call that may change it, the scopes open and
+        # closed in this step, the owners of each (weak references to the nodes' contexts).
+        self.last_bit = False
+        self.scopes: List[dict] = []
+        self.closed_scopes: List[dict] = []
+        self.revivals: List[list] = []
+        self.entering_user_autocast = False
+        self.linear_contexts: List[object] = []
+        self.backpropagated: set = set()  # ids of the Linear contexts whose backward ran
+
+    # ---- the run -----------------------------------------------------------------------------
+
+    def run(self, program: List[scenario.Statement]) -> dict:
+        patch = _Patch()
+        self._install(patch)
+        try:
+            result = super().run(program)
+        finally:
+            patch.undo()
+        return result
+
+    def statement_done(self) -> None:
+        q = self.qstate()
+        if self.distributed._IN_ACTIVATION_RECOMPUTE_REGION or self.distributed._ACTIVATION_RECOMPUTE_PHASE:
+            self.violations.add("I6", "the checkpoint region/phase flags stay set after a top-level statement")
+        if q.fp8_enabled:
+            self.violations.add("I6", "FP8 stays enabled after a top-level statement")
+        if q.autocast_depth == 0 and q.is_first_fp8_module:
+            self.violations.add("I6", "the ownership bit is left set outside any autocast")
+        if q.autocast_depth < 0:
+            self.violations.add("I7", "the autocast depth is negative")
+
+    def _live(self, owner) -> bool:
+        reference, context_id = owner
+        return reference() is not None or context_id in self.backpropagated
+
+    def step_done(self, step: dict) -> None:
+        q = self.qstate()
+        if step["raised"]:
+            # What the step recorded is dropped unused (the model abandons the step's graph).
+            self.h = self.tip = self.fresh
+        for scope in self.closed_scopes:
+            live = sum(1 for owner in scope["owners"] if self._live(owner))
+            if live > 1:
+                kind = "a recompute" if scope["recompute"] else "an autocast scope"
+                self.violations.add("I3", f"{live} live owners of the backward update in {kind}")
+        for owners in self.revivals:
+            if any(self._live(owner) for owner in owners):
+                self.violations.add("I3", "ownership revived inside a scope whose owner is still live")
+        self.closed_scopes.clear()
+        self.revivals.clear()
+        if q.autocast_depth != 0:
+            self.violations.add("I7", f"the autocast depth is {q.autocast_depth} at the step's end")
+        for position, entries in enumerate(q.fp8_tensors_recompute_buffer):
+            if len(entries):
+                self.violations.add("I4", f"stash {position} ends the step with {len(entries)} entries")
+        if self.upstream_fifo is not None and len(self.upstream_fifo):
+            self.violations.add("I4", f"the captured-bit FIFO ends the step with {len(self.upstream_fifo)} entries")
+        step["violations"] = self.violations.take()
+
+    # ---- the program's own structure (called by Run) -----------------------------------------
+
+    def user_autocast(self, enabled: bool, body) -> None:
+        te = self.te
+        context = te.quantization.autocast(enabled=enabled, recipe=self.recipe)
+        self.entering_user_autocast = True
+        try:
+            context.__enter__()
+        finally:
+            self.entering_user_autocast = False
+        try:
+            body()
+        except BaseException as e:
+            self._exit_autocast(context, enabled, e)
+            raise
+        self._exit_autocast(context, enabled, None)
+
+    def _exit_autocast(self, context, enabled: bool, error) -> None:
+        owed = enabled and self.qstate().autocast_depth == 1 and self.no_grad_depth == 0
+        self.exits.append({"owed": owed, "updates": 0})
+        try:
+            if error is None:
+                context.__exit__(None, None, None)
+            else:
+                context.__exit__(type(error), error, error.__traceback__)
+        finally:
+            done = self.exits.pop()
+            if done["owed"] and done["updates"] == 0:
+                self.violations.add("I1", "an outermost enabled autocast exit with grad on made no forward update")
+
+    def backward_pass(self, run_pass) -> None:
+        self.in_pass, self.pass_fp8_backwards, self.pass_updates = True, 0, 0
+        try:
+            run_pass()
+        finally:
+            self.in_pass = False
+        if self.pass_fp8_backwards > 0 and self.pass_updates == 0:
+            self.violations.add("I2", "a backward pass ran FP8 module backwards but made no backward update")
+
+    def checkpoint_call(self, call):
+        self.next_checkpoint += 1
+        self.calling.append(self.next_checkpoint)
+        try:
+            return call(self.next_checkpoint)
+        finally:
+            self.calling.pop()
+
+    def function_call(self, checkpoint: int, recompute: bool, body):
+        if recompute and self.bit_popped_for is not None:
+            if self.bit_popped_for != checkpoint:
+                self.violations.add("I4", "a recompute installs the ownership bit another checkpoint captured")
+            self.bit_popped_for = None
+        self.functions.append(checkpoint)
+        try:
+            return body()
+        finally:
+            self.functions.pop()
+
+    def recompute_uncaptured(self, enter) -> None:
+        self.uncaptured = True
+        try:
+            enter()
+        finally:
+            self.uncaptured = False
+
+    def module_call(self, name: str, module, call):
+        self.weights[module.weight.data_ptr()] = name
+        return call()
+
+    # ---- TE's calls --------------------------------------------------------------------------
+
+    def bit_event(self, kind: str, raised: bool = False) -> None:
+        """After a TE call that may change the ownership bit: the scopes of I3 (the model's
+        OwnershipScopes, on TE's bit and depth)."""
+        q = self.qstate()
+        before, after = self.last_bit, bool(q.is_first_fp8_module)
+        self.last_bit = after
+        closes = ((kind == "autocast_exit" and q.autocast_depth == 0 and self.scopes and not self.scopes[-1]["recompute"])
+                  or (kind == "recompute_exit" and self.scopes and self.scopes[-1]["recompute"]))
+        if closes:
+            scope = self.scopes.pop()
+            if after and not scope["entry"]:
+                where = "a recompute" if scope["recompute"] else "an autocast scope"
+                self.violations.add("I3", f"the ownership bit leaves {where} true where it entered false")
+            self.closed_scopes.append(scope)
+        elif (kind == "user_autocast_enter" and q.autocast_depth == 1) or (kind == "recompute_enter" and not raised):
+            self.scopes.append({"recompute": kind == "recompute_enter", "entry": before, "owners": []})
+        elif not before and after and self.scopes and self.scopes[-1]["owners"]:
+            self.revivals.append(list(self.scopes[-1]["owners"]))
+
+    def claimed(self, result: bool) -> None:
+        self.bit_event("claim")
+        if result and self.scopes and self.linear_contexts and self.linear_contexts[-1] is not None:
+            context = self.linear_contexts[-1]
+            self.scopes[-1]["owners"].append((weakref.ref(context), id(context)))
+
+    def on_update(self, forward: bool) -> None:
+        if forward:
+            if self.exits and self.exits[-1]["owed"] and self.exits[-1]["updates"] == 0:
+                self.exits[-1]["updates"] += 1
+            elif self.exits and self.exits[-1]["owed"]:
+                self.violations.add("I1", "a second forward update at one autocast exit")
+            else:
+                self.violations.add("I1", "a forward update outside an outermost user autocast exit")
+        else:
+            self.pass_updates += 1
+            if self.in_pass and self.pass_updates == 2:
+                self.violations.add("I2", "a backward pass makes a second backward update")
+        for name in sorted(self.cast[forward]):
+            if name not in self.registered:
+                self.violations.add("I9", f"{name} cast in FP8 but its amax is not registered before the update")
+        self.cast[forward].clear()
+
+    def on_gemm(self, weight_ptr: int, fp8: bool, forward: bool) -> None:
+        name = self.weights.get(weight_ptr, "?")
+        if fp8:
+            self.cast[forward].add(name)
+        if not forward and fp8:
+            self.pass_fp8_backwards += 1
+            if self.pass_updates > 0:
+                self.violations.add("I2", "an FP8 module backward runs after the pass's backward update")
+
+    def _install(self, patch: _Patch) -> None:
+        te, run = self.te, self
+        manager, distributed = te.manager, te.distributed
+
+        push = manager.__dict__["copy_forward_fp8_meta_tensors_for_recompute"].__func__
+        pop = manager.__dict__["get_old_fp8_meta_tensors_for_recompute"].__func__
+        register = manager.__dict__["add_fp8_tensors_to_global_buffer"].__func__
+        key = "global_fp8_buffer_pos_fwd_recompute"
+
+        def stash_push(cls, fp8_meta):
+            push(cls, fp8_meta)
+            if key in fp8_meta:
+                run.stash_tags.setdefault(fp8_meta[key], []).append(run.functions[-1] if run.functions else 0)
+
+        def stash_pop(cls, fp8_meta):
+            try:
+                pop(cls, fp8_meta)
+            except Exception:
+                run.violations.add("I4", "a recompute's stash pop found nothing")
+                raise
+            tags = run.stash_tags.get(fp8_meta.get(key), [])
+            tag = tags.pop(0) if tags else None
+            if tag != (run.functions[-1] if run.functions else None):
+                run.violations.add("I4", "a stash entry is popped by another checkpoint's recompute")
+
+        def registration(cls, fp8_meta):
+            before = sum(len(v) for v in cls.quantization_state.global_amax_buffer.values())
+            register(cls, fp8_meta)
+            if sum(len(v) for v in cls.quantization_state.global_amax_buffer.values()) == before:
+                return
+            name = run.current_module or "?"
+            if run.recomputing:
+                run.violations.add("I9", f"{name} registers during a recompute")
+            run.registered[name] = run.registered.get(name, 0) + 1
+            if run.registered[name] == 2:
+                run.violations.add("I9", f"{name} registers twice")
+
+        patch.set(manager, "copy_forward_fp8_meta_tensors_for_recompute", classmethod(stash_push))
+        patch.set(manager, "get_old_fp8_meta_tensors_for_recompute", classmethod(stash_pop))
+        patch.set(manager, "add_fp8_tensors_to_global_buffer", classmethod(registration))
+
+        arf = distributed.activation_recompute_forward
+        enter = arf.__dict__["__enter__"]
+
+        def arf_enter(self_):
+            fifo = run.upstream_fifo
+            length = len(fifo) if fifo is not None else 0
+            try:
+                result = enter(self_)
+            except Exception:
+                if self_.activation_recompute and self_.recompute_phase:
+                    run.violations.add("I4", "a recompute found no captured ownership bit")
+                raise
+            if fifo is not None and len(fifo) > length:
+                run.fifo_tags.append(run.calling[-1] if run.calling else 0)
+            elif fifo is not None and len(fifo) < length:
+                tag = run.fifo_tags.pop(0) if run.fifo_tags else None
+                if run.uncaptured:
+                    run.violations.add("I4", "a recompute nobody captured takes another checkpoint's bit")
+                else:
+                    run.bit_popped_for = tag
+            return result
+
+        patch.set(arf, "__enter__", arf_enter)
+
+        # I3: every call that may change the ownership bit.
+        def bit_watched(function, kind_of):
+            def watched(*args, **kwargs):
+                try:
+                    result = function(*args, **kwargs)
+                except Exception:
+                    run.bit_event(kind_of(args), raised=True)
+                    raise
+                run.bit_event(kind_of(args))
+                return result
+            return watched
+
+        def arf_kind(entering):
+            def kind(args):
+                self_ = args[0]
+                if self_.activation_recompute and self_.recompute_phase:
+                    return "recompute_enter" if entering else "recompute_exit"
+                return "arf"
+            return kind
+
+        patch.set(arf, "__enter__", bit_watched(arf.__dict__["__enter__"], arf_kind(True)))
+        patch.set(arf, "__exit__", bit_watched(arf.__dict__["__exit__"], arf_kind(False)))
+        autocast = te.quantization.autocast
+        patch.set(autocast, "__enter__", bit_watched(
+            autocast.__dict__["__enter__"], lambda args: "user_autocast_enter" if run.entering_user_autocast else "autocast_enter"))
+        patch.set(autocast, "__exit__", bit_watched(autocast.__dict__["__exit__"], lambda args: "autocast_exit"))
+        claim = te.linear._check_fp8_reduce_and_update
+
+        def watched_claim():
+            result = claim()
+            run.claimed(result)
+            return result
+
+        patch.set(te.linear, "_check_fp8_reduce_and_update", watched_claim)
+        linear_forward = te.linear._Linear.__dict__["forward"].__func__
+
+        def forward_with_context(ctx, *args, **kwargs):
+            run.linear_contexts.append(ctx)
+            try:
+                return linear_forward(ctx, *args, **kwargs)
+            finally:
+                run.linear_contexts.pop()
+
+        patch.set(te.linear._Linear, "forward", staticmethod(forward_with_context))
+        linear_backward = te.linear._Linear.__dict__["backward"].__func__
+
+        def backward_noted(ctx, *args, **kwargs):
+            run.backpropagated.add(id(ctx))
+            return linear_backward(ctx, *args, **kwargs)
+
+        patch.set(te.linear._Linear, "backward", staticmethod(backward_noted))
+        patch.set(te_stubs, "GEMM_OBSERVER", run.on_gemm)
+
+
+def run_observed(te, text: str) -> dict:
+    return ObservedRun(te).run(scenario.parse(text))
+
+
+# ---- I8 -----------------------------------------------------------------------------------------
+
+def without_checkpoints(program: List[scenario.Statement]) -> List[scenario.Statement]:
+    """The program with each checkpoint block replaced by its body and recompute_uncaptured left
+    out (the model's reference, spec/scenario_transform.cpp)."""
+    out: List[scenario.Statement] = []
+    for s in program:
+        if isinstance(s, Block) and s.op == "checkpoint":
+            out.extend(without_checkpoints(s.body))
+        elif isinstance(s, Block):
+            out.append(Block(s.op, s.mode, without_checkpoints(s.body)))
+        elif s.op != "recompute_uncaptured":
+            out.append(s)
+    return out
+
+
+def diverged_steps(program: List[scenario.Statement], executed: set) -> List[bool]:
+    """Per step: whether the program has parted from its reference by the step's end, for
+    reasons that are not the FP8 state (the model's ReferenceDivergence): a recompute-specific
+    statement, or a backward of a tape a backward without retain ran over since its save.
+    `executed`: ids of the save/backward statements the run executed."""
+    diverged = False
+    freed: Dict[str, bool] = {}
+
+    def walk(statements, inside_checkpoint: bool) -> None:
+        nonlocal diverged
+        for s in statements:
+            if isinstance(s, Block):
+                walk(s.body, inside_checkpoint or s.op == "checkpoint")
+                continue
+            if s.op == "recompute_uncaptured" or (inside_checkpoint and s.op == "raise" and s.name != "always"):
+                diverged = True
+            if s.op in ("save", "backward") and s.name is not None and id(s) in executed:
+                if s.op == "save":
+                    freed[s.name] = False
+                else:
+                    diverged = diverged or freed.get(s.name, False)
+                    freed[s.name] = freed.get(s.name, False) or not s.retain
+
+    out = []
+    for step in scenario.steps(program):
+        walk(step, False)
+        out.append(diverged)
+    return out
+
+
+def judge_transparency(steps: List[dict], reference: List[dict], diverged: List[bool]) -> None:
+    """Adds I8 to the steps of `steps` that differ from the reference's, as the model judges:
+    the first step whose exceptions differ ends the comparison (a violation unless both
+    raised only the program's own UserError), a diverged step ends it silently."""
+    for i, step in enumerate(steps):
+        if i >= len(reference) or diverged[i]:
+            return
+        want = reference[i]
+        kinds = [r["kind"] for r in step["raised"]]
+        if kinds != [r["kind"] for r in want["raised"]]:
+            if not (all(k == "UserError" for k in kinds) and all(r["kind"] == "UserError" for r in want["raised"])):
+                step["violations"].setdefault("I8", "the program raises where the program without checkpoints does not, or otherwise")
+            return
+        if (step["forward_updates"], step["backward_updates"]) != (want["forward_updates"], want["backward_updates"]):
+            step["violations"].setdefault(
+                "I8", f"counts {step['forward_updates']}/{step['backward_updates']} where the program without "
+                      f"checkpoints gives {want['forward_updates']}/{want['backward_updates']}")
