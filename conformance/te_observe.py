@@ -36,11 +36,20 @@ model is consulted. Each check says which of TE's observable facts it reads:
       no rise of the bit inside a scope with a live owner, and no scope exit above the bit's
       value at its entry.
 
-I5 is not judged here: docs/conformance.md says why.
+- I5  TE's own scaling tensors, given a meaning by the stubbed kernels: a cast (the forward
+      GEMM stub) accumulates into row 0 of the module's forward amax history the tag of what
+      it computed (its module, its step, the scaling it saw) and marks whether a recompute
+      cast it and the oldest step cast; the fused update stub folds a non-empty row 0 into
+      the scale, which names the history (the same history and row 0 give the same name).
+      TE's stash, pop and restore copy these tensors as they are. A recompute's k-th cast of
+      a module must see the scaling that module's k-th cast saw in the checkpoint's original
+      forward, the scaling after the recompute must be what it was before its first pop, and
+      no forward update folds a row 0 holding a recompute's or an earlier step's amax.
 """
 
 from __future__ import annotations
 
+import gc
 import weakref
 from typing import Dict, List, Optional
 
@@ -83,7 +92,9 @@ class _Patch:
 class ObservedRun(te_harness.Run):
     """A Run that also judges I1, I2, I4, I6, I7 and I9 on TE's own calls and globals."""
 
-    def __init__(self, te):
+    def __init__(self, te, names: Optional[dict] = None):
+        """`names`: the numbers given to amax sets and histories, shared with another run (the
+        program without checkpoints) so that equal numbers mean equal contents."""
         super().__init__(te)
         self.violations = Violations()
         self.distributed = te.distributed
@@ -116,7 +127,16 @@ class ObservedRun(te_harness.Run):
         self.revivals: List[list] = []
         self.entering_user_autocast = False
         self.linear_contexts: List[object] = []
-        self.backpropagated: set = set()  # ids of the Linear contexts whose backward ran
+        # The owners' records by their context's id while it lives (a dead context's id may
+        # be reused): where a backward finds its owner record.
+        self.owner_of_context: Dict[int, dict] = {}
+        # I5: the step, the checkpoint extents open (original forwards and recomputes), what
+        # each module saw per checkpoint, and the names of amax sets and histories.
+        self.step_number = 1
+        self.extents: List[dict] = []
+        self.seen: Dict[tuple, List[float]] = {}
+        self.names: Dict[object, int] = {} if names is None else names
+        self.updating_forward = True
 
     # ---- the run -----------------------------------------------------------------------------
 
@@ -140,25 +160,36 @@ class ObservedRun(te_harness.Run):
         if q.autocast_depth < 0:
             self.violations.add("I7", "the autocast depth is negative")
 
-    def _live(self, owner) -> bool:
-        reference, context_id = owner
-        return reference() is not None or context_id in self.backpropagated
+    @staticmethod
+    def _live(owner: dict) -> bool:
+        return owner["context"]() is not None or owner["backward_ran"]
+
+    def _ownership_violations(self) -> List[tuple]:
+        found = []
+        for scope in self.closed_scopes:
+            live = sum(1 for owner in scope["owners"] if self._live(owner))
+            if live > 1:
+                kind = "a recompute" if scope["recompute"] else "an autocast scope"
+                found.append(("I3", f"{live} live owners of the backward update in {kind}"))
+        for owners in self.revivals:
+            if any(self._live(owner) for owner in owners):
+                found.append(("I3", "ownership revived inside a scope whose owner is still live"))
+        return found
 
     def step_done(self, step: dict) -> None:
         q = self.qstate()
         if step["raised"]:
             # What the step recorded is dropped unused (the model abandons the step's graph).
             self.h = self.tip = self.fresh
-        for scope in self.closed_scopes:
-            live = sum(1 for owner in scope["owners"] if self._live(owner))
-            if live > 1:
-                kind = "a recompute" if scope["recompute"] else "an autocast scope"
-                self.violations.add("I3", f"{live} live owners of the backward update in {kind}")
-        for owners in self.revivals:
-            if any(self._live(owner) for owner in owners):
-                self.violations.add("I3", "ownership revived inside a scope whose owner is still live")
+        if self._ownership_violations():
+            # Unreachable graphs can hold on in reference cycles (an exception's traceback):
+            # collect them before believing an owner is live.
+            gc.collect()
+            for invariant, reason in self._ownership_violations():
+                self.violations.add(invariant, reason)
         self.closed_scopes.clear()
         self.revivals.clear()
+        self.step_number += 1
         if q.autocast_depth != 0:
             self.violations.add("I7", f"the autocast depth is {q.autocast_depth} at the step's end")
         for position, entries in enumerate(q.fp8_tensors_recompute_buffer):
@@ -167,6 +198,7 @@ class ObservedRun(te_harness.Run):
         if self.upstream_fifo is not None and len(self.upstream_fifo):
             self.violations.add("I4", f"the captured-bit FIFO ends the step with {len(self.upstream_fifo)} entries")
         step["violations"] = self.violations.take()
+        step["numerics"] = self.numerics()
 
     # ---- the program's own structure (called by Run) -----------------------------------------
 
@@ -221,10 +253,16 @@ class ObservedRun(te_harness.Run):
                 self.violations.add("I4", "a recompute installs the ownership bit another checkpoint captured")
             self.bit_popped_for = None
         self.functions.append(checkpoint)
+        extent = {"checkpoint": checkpoint, "recompute": recompute, "occurrences": {}, "before_pop": {}}
+        self.extents.append(extent)
         try:
             return body()
         finally:
             self.functions.pop()
+            self.extents.pop()
+            for name, before in extent["before_pop"].items():
+                if self._meta_state(name) != before:
+                    self.violations.add("I5", f"a recompute leaves the forward scaling of {name} changed")
 
     def recompute_uncaptured(self, enter) -> None:
         self.uncaptured = True
@@ -261,10 +299,14 @@ class ObservedRun(te_harness.Run):
     def claimed(self, result: bool) -> None:
         self.bit_event("claim")
         if result and self.scopes and self.linear_contexts and self.linear_contexts[-1] is not None:
-            context = self.linear_contexts[-1]
-            self.scopes[-1]["owners"].append((weakref.ref(context), id(context)))
+            context, key = self.linear_contexts[-1], id(self.linear_contexts[-1])
+            owner = {"context": weakref.ref(context, lambda _: self.owner_of_context.pop(key, None)),
+                     "backward_ran": False}
+            self.owner_of_context[key] = owner
+            self.scopes[-1]["owners"].append(owner)
 
     def on_update(self, forward: bool) -> None:
+        self.updating_forward = forward
         if forward:
             if self.exits and self.exits[-1]["owed"] and self.exits[-1]["updates"] == 0:
                 self.exits[-1]["updates"] += 1
@@ -281,8 +323,66 @@ class ObservedRun(te_harness.Run):
                 self.violations.add("I9", f"{name} cast in FP8 but its amax is not registered before the update")
         self.cast[forward].clear()
 
+    # ---- I5: the numbers (see the module's docstring) ------------------------------------------
+
+    def _name(self, key) -> int:
+        """A small number per distinct value (exact in the float32 tensors that carry it)."""
+        return self.names.setdefault(key, len(self.names) + 2)
+
+    def _meta(self, name: str, forward: bool = True):
+        return self.modules[name].fp8_meta["scaling_fwd" if forward else "scaling_bwd"]
+
+    def _meta_state(self, name: str, forward: bool = True) -> tuple:
+        meta = self._meta(name, forward)
+        return float(meta.scale.reshape(-1)[0]), float(meta.amax_history[0][0])
+
+    def numerics(self) -> Dict[str, tuple]:
+        """Each module's forward and backward scaling and row 0, by name (I8 compares them)."""
+        return {name: self._meta_state(name, True) + self._meta_state(name, False)
+                for name, module in sorted(self.modules.items()) if "scaling_fwd" in module.fp8_meta}
+
+    def _accumulate(self, name: str, forward: bool, history: float) -> None:
+        row = self._meta(name, forward).amax_history[0]
+        tags = self.names.get(("tags", float(row[0])), frozenset()) | {(name, self.step_number, history, forward)}
+        row[0] = self._name(("amax", tags))
+        self.names[("tags", float(row[0]))] = tags
+        if forward:  # three columns (input, weight, output); I5 reads these of the forward only
+            row[1] = max(float(row[1]), 1.0 if self.recomputing else 0.0)
+            row[2] = max(float(row[2]), 1000.0 - self.step_number)  # the oldest step's, as a maximum
+
+    def _cast(self, name: str) -> None:
+        history = self._meta_state(name)[0]  # the history the cast sees
+        for extent in self.extents:
+            key = (extent["checkpoint"], name)
+            if not extent["recompute"]:
+                self.seen.setdefault(key, []).append(history)
+                continue
+            k = extent["occurrences"].get(name, 0)
+            extent["occurrences"][name] = k + 1
+            seen = self.seen.get(key, [])
+            if k < len(seen) and seen[k] != history:
+                self.violations.add("I5", f"a recompute of {name} sees other forward scaling than its original forward")
+        self._accumulate(name, True, history)
+
+    def fold(self, amax_histories, scales) -> None:
+        for history, scale in zip(amax_histories, scales):
+            row = history[0]
+            if float(row[0]) == 0:
+                continue
+            if self.updating_forward:
+                if float(row[1]) > 0:
+                    self.violations.add("I5", "a forward update folds an amax produced by a recompute")
+                if 1000.0 - float(row[2]) < self.step_number:
+                    self.violations.add("I5", "a forward update folds an amax produced by an earlier step")
+            scale.reshape(-1)[0] = self._name(("history", float(scale.reshape(-1)[0]), float(row[0])))
+            row.zero_()
+
     def on_gemm(self, weight_ptr: int, fp8: bool, forward: bool) -> None:
         name = self.weights.get(weight_ptr, "?")
+        if fp8 and forward:
+            self._cast(name)
+        elif fp8 and name in self.modules:
+            self._accumulate(name, False, self._meta_state(name, False)[0])
         if fp8:
             self.cast[forward].add(name)
         if not forward and fp8:
@@ -305,9 +405,13 @@ class ObservedRun(te_harness.Run):
                 run.stash_tags.setdefault(fp8_meta[key], []).append(run.functions[-1] if run.functions else 0)
 
         def stash_pop(cls, fp8_meta):
+            recomputes = [e for e in run.extents if e["recompute"]]
+            name = run.current_module
+            if recomputes and name is not None and name not in recomputes[-1]["before_pop"]:
+                recomputes[-1]["before_pop"][name] = run._meta_state(name)
             try:
                 pop(cls, fp8_meta)
-            except Exception:
+            except (KeyError, IndexError):
                 run.violations.add("I4", "a recompute's stash pop found nothing")
                 raise
             tags = run.stash_tags.get(fp8_meta.get(key), [])
@@ -327,6 +431,16 @@ class ObservedRun(te_harness.Run):
             if run.registered[name] == 2:
                 run.violations.add("I9", f"{name} registers twice")
 
+        restore = manager.__dict__["restore_fp8_meta_tensors"].__func__
+
+        def restore_popped(fp8_meta):
+            try:
+                restore(fp8_meta)
+            except (KeyError, IndexError):
+                run.violations.add("I4", "a restore found nothing saved")
+                raise
+
+        patch.set(manager, "restore_fp8_meta_tensors", staticmethod(restore_popped))
         patch.set(manager, "copy_forward_fp8_meta_tensors_for_recompute", classmethod(stash_push))
         patch.set(manager, "get_old_fp8_meta_tensors_for_recompute", classmethod(stash_pop))
         patch.set(manager, "add_fp8_tensors_to_global_buffer", classmethod(registration))
@@ -339,7 +453,9 @@ class ObservedRun(te_harness.Run):
             length = len(fifo) if fifo is not None else 0
             try:
                 result = enter(self_)
-            except Exception:
+            except (KeyError, IndexError):
+                # A pop that found nothing (the model's rule: these kinds, not the PR's
+                # RuntimeError for a state never captured, which is its guard working).
                 if self_.activation_recompute and self_.recompute_phase:
                     run.violations.add("I4", "a recompute found no captured ownership bit")
                 raise
@@ -402,11 +518,13 @@ class ObservedRun(te_harness.Run):
         linear_backward = te.linear._Linear.__dict__["backward"].__func__
 
         def backward_noted(ctx, *args, **kwargs):
-            run.backpropagated.add(id(ctx))
+            if id(ctx) in run.owner_of_context:
+                run.owner_of_context[id(ctx)]["backward_ran"] = True
             return linear_backward(ctx, *args, **kwargs)
 
         patch.set(te.linear._Linear, "backward", staticmethod(backward_noted))
         patch.set(te_stubs, "GEMM_OBSERVER", run.on_gemm)
+        patch.set(te_stubs, "FOLD_OBSERVER", run.fold)
 
 
 def run_observed(te, text: str) -> dict:
@@ -476,3 +594,5 @@ def judge_transparency(steps: List[dict], reference: List[dict], diverged: List[
             step["violations"].setdefault(
                 "I8", f"counts {step['forward_updates']}/{step['backward_updates']} where the program without "
                       f"checkpoints gives {want['forward_updates']}/{want['backward_updates']}")
+        elif step["numerics"] != want["numerics"]:
+            step["violations"].setdefault("I8", "amax histories or scales differ from the program without checkpoints")

@@ -156,8 +156,18 @@ def make_tex_module() -> types.ModuleType:
     tex.DType = TexDType
     tex.FP8FwdTensors = TexFP8FwdTensors
     tex.FP8BwdTensors = TexFP8BwdTensors
-    tex.fused_amax_and_scale_update_after_reduction = lambda *args, **kwargs: None
+    tex.fused_amax_and_scale_update_after_reduction = _fused_amax_and_scale_update
     return tex
+
+
+# Called with (amax histories, scales) of one update, when set: an observer (te_observe.py)
+# that gives the numbers a meaning of its own folds them there. None outside an observed run.
+FOLD_OBSERVER = None
+
+
+def _fused_amax_and_scale_update(contiguous_amax, amax_histories, scales, *args, **kwargs):
+    if FOLD_OBSERVER is not None:
+        FOLD_OBSERVER(amax_histories, scales)
 
 
 # TE's Python wrappers of the extension's kernels (GEMM, casts, fused attention): not imported
