@@ -35,6 +35,8 @@ class Counter:
     def __init__(self, te: TE, on_update=lambda forward: None):
         self.forward = 0
         self.backward = 0
+        self.manager = te.manager
+        self.installed = te.manager.__dict__["reduce_and_update_fp8_tensors"]
         original = te.manager.reduce_and_update_fp8_tensors.__func__
         counter = self
 
@@ -47,6 +49,10 @@ class Counter:
             return original(cls, forward)
 
         te.manager.reduce_and_update_fp8_tensors = classmethod(counting)
+
+    def remove(self) -> None:
+        """Puts TE's own function back (a process that runs many programs wraps it once each)."""
+        self.manager.reduce_and_update_fp8_tensors = self.installed
 
 
 class Run:
@@ -71,6 +77,12 @@ class Run:
     # ---- the program ----------------------------------------------------------------------
 
     def run(self, program: List[scenario.Statement]) -> dict:
+        try:
+            return self._run(program)
+        finally:
+            self.counter.remove()
+
+    def _run(self, program: List[scenario.Statement]) -> dict:
         steps = []
         with CudaOnCpu():
             for step in scenario.steps(program):
