@@ -96,6 +96,35 @@ def run_many(te, texts: List[str], function, jobs: int) -> List[dict]:
     return [te_conformance.run_on_te(te, text, function) for text in texts]
 
 
+def counts_agree(p: Program) -> bool:
+    return te_conformance.comparable({"steps": p.te_steps}) == te_conformance.comparable({"steps": p.model_steps})
+
+
+def differing_verdicts(p: Program) -> List[str]:
+    te_found, model_found = p.te_violations(), p.model_violations()
+    return [i for i in JUDGED_ON_TE if (i in te_found) != (i in model_found)]
+
+
+CHUNK = 512  # programs handed to the workers at a time when the run may stop early
+
+
+def run_on_te(te, programs: List[Program], jobs: int, stop_at_disagreement: Optional[str]) -> List[Program]:
+    """Runs the programs on TE (their te_steps). With `stop_at_disagreement` (a semantics), stops
+    after the chunk holding the first program whose TE result differs from the model's, and
+    returns the programs up to that one: the shortest such program, since they come shortest
+    first."""
+    step = CHUNK if stop_at_disagreement else max(len(programs), 1)
+    for start in range(0, len(programs), step):
+        chunk = programs[start:start + step]
+        for p, result in zip(chunk, run_many(te, [p.text for p in chunk], run_observed_program, jobs)):
+            p.te_steps = result["steps"]
+        if stop_at_disagreement:
+            for i, p in enumerate(chunk):
+                if not counts_agree(p) or differing_verdicts(p):
+                    return programs[:start + i + 1]
+    return programs
+
+
 def multiline(text: str) -> str:
     return scenario.render(scenario.parse(text)) + "\n"
 
@@ -202,33 +231,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--jobs", type=int, default=0, help="worker processes (default: the cores)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--data-inputs", action="store_true", help="the search's alphabet includes `data`")
+    parser.add_argument("--first-disagreement", action="store_true",
+                        help="with --semantics: stop at the first program that disagrees (the mutation score's kill)")
     parser.add_argument("--expect-violated", default=None, metavar="I1,I4,...",
                         help="exit 0 only if exactly these invariants are violated on TE")
     args = parser.parse_args(argv)
     if args.depth < 1:
         parser.error("--depth must be 1 or more")
+    if args.first_disagreement and not args.semantics:
+        parser.error("--first-disagreement needs --semantics")
     args.search_semantics = args.semantics or "upstream"
 
     started = time.monotonic()
     try:
         te = te_conformance.load_te(args.te_source)
         programs = search_programs(args.explorer, args.depth, args.search_semantics, args.data_inputs)
-        results = run_many(te, [p.text for p in programs], run_observed_program, args.jobs)
-        for p, result in zip(programs, results):
-            p.te_steps = result["steps"]
+        programs = run_on_te(te, programs, args.jobs, args.semantics if args.first_disagreement else None)
         count_disagreements: List[Program] = []
         verdict_disagreements: Dict[str, List[Program]] = {i: [] for i in JUDGED_ON_TE}
         shrunk: Dict[int, str] = {}
         if args.semantics:
             checker = te_conformance.Checker(te, args.explorer, args.semantics)
             for p in programs:
-                if te_conformance.comparable({"steps": p.te_steps}) != te_conformance.comparable({"steps": p.model_steps}):
+                if not counts_agree(p):
                     count_disagreements.append(p)
-                    shrunk[p.index] = te_conformance.shrink(checker, multiline(p.text))
-                te_found, model_found = p.te_violations(), p.model_violations()
-                for invariant in JUDGED_ON_TE:
-                    if (invariant in te_found) != (invariant in model_found):
-                        verdict_disagreements[invariant].append(p)
+                    if not args.first_disagreement:
+                        shrunk[p.index] = te_conformance.shrink(checker, multiline(p.text))
+                for invariant in differing_verdicts(p):
+                    verdict_disagreements[invariant].append(p)
     except te_conformance.HarnessFailure as e:
         print(f"te_explore: the harness failed: {e}", file=sys.stderr)
         return 2
