@@ -61,10 +61,11 @@ const OptionDeclaration kOptions[] = {
     {"--no-symmetry", nullptr, nullptr, &CommandLine::no_symmetry, kSearch,
      "do not reduce by module-name symmetry"},
     {"--json", nullptr, nullptr, &CommandLine::json, taken_by(Command::Search, Command::Run, Command::Catalogue),
-     "print one JSON document (docs/json.md)"},
+     "print one JSON document (docs/json.md); with --programs, one a program"},
     {"--programs", nullptr, nullptr, &CommandLine::programs, kSearch,
      "instead of the report, the program of every distinct top-level state, one a line, shortest first "
-     "(with --json, each with its run); no budget or snapshot"},
+     "(with --json, each with its run; docs/explorer.md \"Programs\"); not with a budget, a snapshot, --coverage "
+     "or a picture"},
     {"--coverage", nullptr, nullptr, &CommandLine::coverage, kSearch,
      "per table row, the transitions that took it, and the rows never taken"},
     {"--mermaid", nullptr, nullptr, &CommandLine::mermaid, taken_by(Command::Search, Command::Run),

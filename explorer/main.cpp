@@ -300,7 +300,10 @@ int programs_command(explorer::SearchOptions options, bool json) {
     signal = signals.received();
   }
   if (!printing()) return result.complete ? kClean : kInterrupted;
-  std::fflush(stdout);
+  // A list that did not all reach its reader (a full disk) must not end as a complete one.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    throw UsageError{fmt::format("cannot write the list to standard output: {}", std::strerror(errno))};
+  }
   if (result.complete) {
     fmt::print(stderr, "explorer: {} programs, one per distinct top-level state but the empty program's, of {} "
                        "distinct states (every program of up to {} statements, {})\n",

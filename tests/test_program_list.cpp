@@ -361,6 +361,18 @@ TEST(ProgramList, RefusesWhatWouldMakeTheListIncomplete) {
   EXPECT_THROW(explorer::search(o), std::invalid_argument);
 }
 
+// A list that could not be written (a full disk) is an error, not a complete list: whether it
+// fails at once (a list longer than the output's buffer) or only when flushed at the end.
+TEST(ProgramList, AListThatCannotBeWrittenIsAnError) {
+  if (::access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full here";
+  for (const char* depth : {"1", "4"}) {
+    std::string err;
+    const CommandResult r = explorer_run(fmt::format("--depth {} --programs > /dev/full", depth), &err);
+    EXPECT_EQ(r.status, 2) << depth;
+    EXPECT_NE(err.find("explorer: error: cannot write"), std::string::npos) << err;
+  }
+}
+
 // A signal stops the search: the layers completed before it are listed, and the exit status
 // (4) and the summary say that the list is incomplete.
 TEST(ProgramList, AnInterruptedListSaysItIsIncomplete) {
