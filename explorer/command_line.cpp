@@ -61,7 +61,11 @@ const OptionDeclaration kOptions[] = {
     {"--no-symmetry", nullptr, nullptr, &CommandLine::no_symmetry, kSearch,
      "do not reduce by module-name symmetry"},
     {"--json", nullptr, nullptr, &CommandLine::json, taken_by(Command::Search, Command::Run, Command::Catalogue),
-     "print one JSON document (docs/json.md)"},
+     "print one JSON document (docs/json.md); with --programs, one a program"},
+    {"--programs", nullptr, nullptr, &CommandLine::programs, kSearch,
+     "instead of the report, the program of every distinct top-level state, one a line, shortest first "
+     "(with --json, each with its run; docs/explorer.md \"Programs\"); not with a budget, a snapshot, --coverage "
+     "or a picture"},
     {"--coverage", nullptr, nullptr, &CommandLine::coverage, kSearch,
      "per table row, the transitions that took it, and the rows never taken"},
     {"--mermaid", nullptr, nullptr, &CommandLine::mermaid, taken_by(Command::Search, Command::Run),
@@ -106,6 +110,8 @@ constexpr const char* kFooter =
     "Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or input, 3 a search stopped\n"
     "by --max-states or --max-memory with no violation in what it explored, 4 a search stopped by\n"
     "SIGINT or SIGTERM (with the report of what it explored; a second signal ends it at once).\n"
+    "With --programs, the list is the output: 0 once it is complete, whatever the search violates, 4\n"
+    "if a signal cut it short (then it holds the layers completed before).\n"
     "Under mpirun -np K a search runs on K processes with the same report; --max-memory is then the\n"
     "whole job's budget, each rank getting a K-th of it.\n";
 

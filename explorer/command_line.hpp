@@ -31,7 +31,8 @@ struct CommandLine {
   std::string scenario;  // run's SCENARIO
   std::optional<std::string> depth, semantics, modules, check, threads, max_states, max_memory, snapshot, resume,
       seed, count, length;
-  bool json = false, coverage = false, mermaid = false, dot = false, no_symmetry = false, no_canonical_ids = false;
+  bool json = false, coverage = false, mermaid = false, dot = false, no_symmetry = false, no_canonical_ids = false,
+       programs = false;
   std::string help;  // not empty: --help was given, and this is the text to print (exit 0)
 };
 

@@ -1,6 +1,6 @@
 // The explorer's JSON documents (docs/json.md). Each is a JSON object whose first member,
 // "format", names its schema and version: "fp8sm-run/1", "fp8sm-search/1",
-// "fp8sm-counterexample/1", "fp8sm-catalogue/1". A tool checks it before reading further; a
+// "fp8sm-counterexample/1", "fp8sm-catalogue/1", "fp8sm-program/1". A tool checks it before reading further; a
 // change that removes or retypes a field bumps the version, one that adds a field does not.
 // Members keep the order they are written in (ordered_json), so a document reads top-down.
 #pragma once
@@ -18,6 +18,7 @@ inline constexpr std::string_view kRunFormat = "fp8sm-run/1";
 inline constexpr std::string_view kSearchFormat = "fp8sm-search/1";
 inline constexpr std::string_view kCounterexampleFormat = "fp8sm-counterexample/1";
 inline constexpr std::string_view kCatalogueFormat = "fp8sm-catalogue/1";
+inline constexpr std::string_view kProgramFormat = "fp8sm-program/1";
 
 // An object with its "format" member set, for the other members to follow.
 inline Json json_document(std::string_view format) {

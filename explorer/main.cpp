@@ -6,6 +6,8 @@
 //            [--coverage] [--json | --mermaid | --dot] [--snapshot DIR | --resume DIR]
 //                                        every program of up to N statements (docs/explorer.md);
 //                                        --mermaid, --dot: each shortest counterexample drawn
+//   explorer search --depth N --programs [--json] [the search's options but budgets, snapshots,
+//            --coverage and pictures]    the program of each distinct top-level state, one a line
 //   explorer --depth N ...               the same: the search's alias
 //   mpirun -np K explorer search --depth N ...  the same search on K processes ("Many processes")
 //   explorer run FILE|NAME|- [--semantics S] [--json | --mermaid | --dot]   (-: standard input)
@@ -24,7 +26,8 @@
 // Exit status: 0 no invariant violated, 1 some violated, 2 bad usage or bad input (also a
 // resource the run could not get), 3 a search stopped by a budget before it finished with no
 // violation found in what it explored, 4 a search stopped by SIGINT or SIGTERM (its report
-// covers what it explored, violations included; interrupt_signals.hpp).
+// covers what it explored, violations included; interrupt_signals.hpp). With --programs the
+// list is the output: 0 once complete, 4 if a signal cut it short.
 #include <fmt/format.h>
 
 #include <sys/stat.h>
@@ -42,6 +45,7 @@
 #include "explorer/command_line.hpp"
 #include "explorer/interrupt_signals.hpp"
 #include "explorer/mermaid.hpp"
+#include "explorer/program_list.hpp"
 #include "explorer/ranks.hpp"
 #include "explorer/report.hpp"
 #include "explorer/scenario_run.hpp"
@@ -275,6 +279,42 @@ int search_command(explorer::SearchOptions options, bool json, Picture picture) 
   return status;
 }
 
+// `explorer search --programs`: the program of every distinct top-level state, one a line on
+// standard output as each layer completes (rank 0 prints), and one line of summary on standard
+// error. The list is complete unless a signal stopped the search (exit 4, and the summary says
+// which layers it holds); what the search violates is not its business (exit 0).
+int programs_command(explorer::SearchOptions options, bool json) {
+  std::uint64_t listed = 0;
+  options.programs = [&](int, const explorer::SearchPath& path) {
+    const spec::Program program = explorer::path_program(path, options.alphabet);
+    fmt::print("{}", explorer::program_line(program, ++listed, options.semantics, json));
+  };
+  explorer::SingleRank alone;
+  explorer::SearchResult result;
+  std::string signal;
+  {
+    const explorer::InterruptSignals signals;
+    options.interrupt = &signals.requested();
+    result = explorer::search(options, the_ranks != nullptr ? *the_ranks : alone);
+    options.interrupt = nullptr;
+    signal = signals.received();
+  }
+  if (!printing()) return result.complete ? kClean : kInterrupted;
+  // A list that did not all reach its reader (a full disk) must not end as a complete one.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    throw UsageError{fmt::format("cannot write the list to standard output: {}", std::strerror(errno))};
+  }
+  if (result.complete) {
+    fmt::print(stderr, "explorer: {} programs, one per distinct top-level state but the empty program's, of {} "
+                       "distinct states (every program of up to {} statements, {})\n",
+               listed, result.distinct, options.depth, spec::name(options.semantics));
+    return kClean;
+  }
+  fmt::print(stderr, "explorer: interrupted{} at depth {}: the list is incomplete, {} programs of depths 1 to {} only\n",
+             signal.empty() ? "" : " by " + signal, result.depth_completed + 1, listed, result.depth_completed);
+  return kInterrupted;
+}
+
 // `count` programs of the stream `seed`, each after a comment line naming it; the same bytes
 // for the same arguments on every platform.
 int random_command(std::uint64_t seed, std::uint64_t count, int length, int modules) {
@@ -367,6 +407,26 @@ explorer::SearchOptions search_options(const CommandLine& line) {
   return options;
 }
 
+// --programs lists the whole search: what would cut it short or resume it after layers it did
+// not list is refused (an incomplete list must never look complete), and so is what belongs to
+// the report it replaces.
+void check_programs_options(const CommandLine& line, const explorer::SearchOptions& options) {
+  if (options.max_states != 0 || options.max_memory != 0) {
+    throw UsageError{fmt::format("--programs lists every state of the search: not with {}, which may stop it early "
+                                 "(0, no limit, is allowed)",
+                                 options.max_states != 0 ? "--max-states" : "--max-memory")};
+  }
+  if (line.snapshot || line.resume) {
+    throw UsageError{fmt::format("--programs lists each layer as it completes: not with {} (a resumed search starts "
+                                 "after the layers of its snapshot, which it would not list)",
+                                 line.resume ? "--resume" : "--snapshot")};
+  }
+  const char* report_only = line.coverage ? "--coverage" : line.mermaid ? "--mermaid" : line.dot ? "--dot" : nullptr;
+  if (report_only != nullptr) {
+    throw UsageError{fmt::format("--programs prints the programs instead of the report: not with {}", report_only)};
+  }
+}
+
 int dispatch(const CommandLine& line) {
   if (line.command != Command::Search && the_ranks != nullptr && the_ranks->size() > 1) {
     throw UsageError{fmt::format("only a search runs on several processes: run '{}' without mpirun",
@@ -375,6 +435,10 @@ int dispatch(const CommandLine& line) {
   switch (line.command) {
     case Command::Search: {
       const explorer::SearchOptions options = search_options(line);
+      if (line.programs) {
+        check_programs_options(line, options);
+        return programs_command(options, line.json);
+      }
       const Picture picture = picture_option(line);
       if (picture != Picture::None && line.coverage) {
         throw UsageError{"--coverage is part of the report: not with --mermaid or --dot"};

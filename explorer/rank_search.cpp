@@ -109,6 +109,7 @@ void RankSearch::finish_layer(int depth) {
   state_.depth_done = depth;
   std::swap(state_.frontier, next_);
   next_.clear();
+  list_programs(depth);
 }
 
 void RankSearch::expand_layer(int depth) {
@@ -165,9 +166,11 @@ void RankSearch::merge_alone(const SuccessorRecord& record, int length) {
   count_next(record, length);
 }
 
-// A new state of the next layer: kept in the next frontier if the search goes past it.
+// A new state of the next layer: kept in the next frontier if the search goes past it, and
+// for --programs if it is a complete program.
 void RankSearch::remember(const SuccessorRecord& record, int length) {
   if (length < options_.depth) next_.push_back(FrontierEntry{record.key, record.path});
+  if (options_.programs && record.top_level) programs_.push_back(FrontierEntry{record.key, record.path});
 }
 
 // Everything a successor makes count, up to a cut (`at`: the cut falls on this successor).

@@ -4,7 +4,8 @@
 // A layer is expanded either alone (rank_search.cpp: each parent's chains merged as they come,
 // in key order) or in rounds with the other ranks (rank_rounds.cpp: successors sent to their
 // owners, merged there in key order); what a successor counts is the same code either way
-// (rank_search.cpp). Snapshots are written and read in rank_snapshots.cpp.
+// (rank_search.cpp). Snapshots are written and read in rank_snapshots.cpp, and a layer's
+// programs gathered for --programs in rank_programs.cpp.
 #pragma once
 
 #include <atomic>
@@ -73,6 +74,12 @@ class RankSearch {
   // Layer `depth` is complete: its counts summed over the ranks, its states the frontier.
   void finish_layer(int depth);
 
+  // ---- --programs (rank_programs.cpp) -------------------------------------------------------
+
+  // SearchOptions::programs: the layer's top-level states (programs_), every rank's, handed to
+  // it on rank 0 in key order; then forgotten.
+  void list_programs(int depth);
+
   // ---- expanding a layer ----------------------------------------------------------------------
 
   void expand_layer(int depth);
@@ -132,7 +139,8 @@ class RankSearch {
 
   // ---- what a successor counts --------------------------------------------------------------
 
-  // A new state of the next layer: kept in the next frontier if the search goes past it.
+  // A new state of the next layer: kept in the next frontier if the search goes past it, and
+  // for --programs if it is a complete program.
   void remember(const SuccessorRecord& record, int length);
 
   // Everything a successor makes count, up to a cut (`at`: the cut falls on this successor).
@@ -202,6 +210,7 @@ class RankSearch {
   SnapshotIdentity identity_;
   RankState state_;
   Frontier next_;  // the layer being built
+  Frontier programs_;  // with SearchOptions::programs: its new top-level states, in key order
   // A round's successors as merged (several ranks): where each group lies, in key order; the
   // successors in that order (their rows point into the messages); which were new.
   std::vector<GroupAt> order_;

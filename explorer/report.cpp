@@ -54,6 +54,11 @@ Json run_json(const std::string& title, const spec::Program& program, const Scen
   Json document = json_document(kRunFormat);
   document["scenario"] = title;
   document["semantics"] = std::string(spec::name(report.semantics));
+  document["steps"] = run_steps_json(program, report);
+  return document;
+}
+
+Json run_steps_json(const spec::Program& program, const ScenarioReport& report) {
   Json steps = Json::array();
   for (std::size_t s = 0; s < report.steps.size(); ++s) {
     const spec::StepResult& step = report.steps[s];
@@ -84,8 +89,7 @@ Json run_json(const std::string& title, const spec::Program& program, const Scen
     entry["reasons"] = std::move(reasons);
     steps.push_back(std::move(entry));
   }
-  document["steps"] = std::move(steps);
-  return document;
+  return steps;
 }
 
 }  // namespace fp8sm::explorer

@@ -17,6 +17,9 @@ std::string run_text(const std::string& title, const spec::Program& program, con
 // {"format": "fp8sm-run/1", "scenario": TITLE, "semantics": ..., "steps": [...]}.
 Json run_json(const std::string& title, const spec::Program& program, const ScenarioReport& report);
 
+// Its "steps": one object per step (also the steps of an fp8sm-program/1 document).
+Json run_steps_json(const spec::Program& program, const ScenarioReport& report);
+
 // A violation's first reason with the checker's "module #K" replaced by the program's name for
 // module K.
 std::string with_module_names(std::string reason, const spec::Program& program);

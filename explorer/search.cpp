@@ -24,6 +24,9 @@ void check_search_options(const SearchOptions& options) {
   if (options.resume && options.snapshot_dir.empty()) {
     throw std::invalid_argument("resuming a search needs the directory of its snapshot");
   }
+  if (options.programs && (options.max_states != 0 || options.max_memory != 0 || !options.snapshot_dir.empty())) {
+    throw std::invalid_argument("listing the programs of a search needs the whole search: no budget, no snapshot");
+  }
 }
 
 }  // namespace

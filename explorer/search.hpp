@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "explorer/alphabet.hpp"
+#include "explorer/search_path.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario.hpp"
 #include "spec/semantics.hpp"
@@ -68,6 +69,14 @@ struct SearchOptions {
   // layer being expanded counts as far as it was merged, and a snapshot of the last complete
   // layer stays in snapshot_dir for --resume.
   const std::atomic<bool>* interrupt = nullptr;
+  // Not empty (`explorer --programs`, program_list.hpp): called on rank 0, as each layer
+  // completes, with the path of every state of the layer that has no block open (a complete
+  // program, closing braces included), in discovery-key order; so every distinct top-level
+  // state but the empty program's, in the order the one-process search first reaches them, for
+  // any threads and ranks. A layer an interrupt stops is not listed. search() refuses it with a
+  // budget or a snapshot: a list cut short by one, or resumed after layers it did not list,
+  // would look complete.
+  std::function<void(int depth, const SearchPath& path)> programs;
 };
 
 enum class StopReason { None, MaxStates, MaxMemory, Interrupted };

@@ -11,7 +11,8 @@
 //
 // The points: `expansion` (expanding the layer's parents, several ranks only),
 // `rank-file-written` (its snapshot file of the layer is in place, the manifest not yet),
-// `manifest-written` (the snapshot of the layer is complete).
+// `manifest-written` (the snapshot of the layer is complete), `programs-listed` (--programs:
+// the layer's programs are handed to the caller).
 //
 // One more, of another shape: "refuse thread-start N" makes starting worker thread N of a
 // layer's expansion (threads are numbered from 1, the calling thread, so N is 2 or more) fail

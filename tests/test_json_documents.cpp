@@ -149,9 +149,9 @@ Json parse_document(const std::string& text, const std::string& format) {
 }
 
 TEST(JsonSchema, DescribesEveryDocument) {
-  for (const char* name : {"fp8sm-run/1", "fp8sm-search/1", "fp8sm-counterexample/1", "fp8sm-catalogue/1", "run step",
-                           "update counts", "raised exception", "layer", "coverage", "coverage row",
-                           "catalogue entry"}) {
+  for (const char* name : {"fp8sm-run/1", "fp8sm-search/1", "fp8sm-counterexample/1", "fp8sm-catalogue/1",
+                           "fp8sm-program/1", "run step", "update counts", "raised exception", "layer", "coverage",
+                           "coverage row", "catalogue entry"}) {
     ASSERT_EQ(schema().count(name), 1u) << name;
     EXPECT_FALSE(schema().at(name).empty()) << name;
   }
@@ -271,6 +271,24 @@ TEST(JsonDocuments, IncompleteSearch) {
   EXPECT_FALSE(d["complete"].get<bool>());
   EXPECT_EQ(d["stopped_by"], "max-states");
   EXPECT_LT(d["depth_completed"].get<int>(), 4);
+}
+
+// A search's --programs --json prints one document per line, each an fp8sm-program/1, numbered
+// from 1 in the order printed, with its program and the steps `explorer run` gives it
+// (tests/test_program_list.cpp compares those with `explorer run --json` line by line).
+TEST(JsonDocuments, ProgramList) {
+  const CommandResult r = explorer("--depth 3 --semantics pr3213 --programs --json 2>/dev/null");
+  EXPECT_EQ(r.status, 0);
+  std::istringstream in(r.out);
+  int index = 0;
+  for (std::string line; std::getline(in, line);) {
+    const Json d = parse_document(line + "\n", "fp8sm-program/1");
+    EXPECT_EQ(d["index"], ++index);
+    EXPECT_EQ(d["semantics"], "pr3213");
+    EXPECT_LE(d["depth"].get<int>(), 3);
+    EXPECT_FALSE(d["steps"].empty());
+  }
+  EXPECT_GT(index, 0);
 }
 
 // The catalogue document holds, per entry and semantics, the document `explorer run` prints.

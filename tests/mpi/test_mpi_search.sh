@@ -11,6 +11,8 @@
 #                          gives the uninterrupted result
 #   interrupt              SIGINT to one rank: every rank stops at the same round with the report
 #                          of what was explored, exit 4, and the snapshot resumes
+#   programs               --programs, text and JSON, on 2 and 3 ranks at depth 5: the same bytes
+#                          as one process, exit 0, and the same summary line
 #   faults                 a rank that fails, or runs out of its --max-memory share: one line naming
 #                          it; a snapshot of 2 ranks resumed by 3 is refused; non-search commands
 #                          are refused under mpirun
@@ -101,6 +103,21 @@ case "$case_name" in
     grep -q '^layer 3$' "$work/stopped/manifest" || fail "the snapshot is not of layer 3"
     mpi 2 "${search[@]}" --resume "$work/stopped"
     diff <(report "$work/single.txt") <(report "$work/out") || fail "resumed after an interrupt: another report"
+    ;;
+  programs)
+    search=(--depth 5 --semantics upstream --programs)
+    "$explorer" "${search[@]}" >"$work/single.txt" 2>"$work/single.err"
+    "$explorer" "${search[@]}" --json >"$work/single.json" 2>/dev/null
+    [ -s "$work/single.txt" ] || fail "one process listed nothing"
+    for ranks in 2 3; do
+      mpi "$ranks" "${search[@]}"
+      [ "$status" -eq 0 ] || { cat "$work/err" >&2; fail "$ranks ranks: exit $status"; }
+      cmp -s "$work/single.txt" "$work/out" || fail "$ranks ranks: another list"
+      grep -q "^$(head -c 60 "$work/single.err")" "$work/err" || { cat "$work/err" >&2; fail "$ranks ranks: summary"; }
+      [ "$(grep -c '^explorer: ' "$work/err")" -eq 1 ] || { cat "$work/err" >&2; fail "$ranks ranks: not one summary"; }
+      mpi "$ranks" "${search[@]}" --json
+      cmp -s "$work/single.json" "$work/out" || fail "$ranks ranks: another JSON list"
+    done
     ;;
   faults)
     # A rank that fails: every rank stops; one line, printed once, names it; exit 2.

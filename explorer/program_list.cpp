@@ -1,0 +1,32 @@
+#include "explorer/program_list.hpp"
+
+#include "explorer/json_document.hpp"
+#include "explorer/report.hpp"
+#include "explorer/scenario_run.hpp"
+#include "spec/scenario_parser.hpp"
+
+namespace fp8sm::explorer {
+
+spec::Program path_program(const SearchPath& path, const AlphabetOptions& alphabet) {
+  return program_of(path.statements(), alphabet);
+}
+
+int program_depth(const spec::Program& program) {
+  int depth = 0;
+  for (const spec::Statement& s : program.statements) depth += s.op != spec::Op::Close ? 1 : 0;
+  return depth;
+}
+
+std::string program_line(const spec::Program& program, std::uint64_t index, spec::Semantics semantics, bool json) {
+  std::string one_line = spec::print_scenario_one_line(program);
+  if (!json) return one_line + "\n";
+  Json document = json_document(kProgramFormat);
+  document["index"] = index;
+  document["depth"] = program_depth(program);
+  document["program"] = std::move(one_line);
+  document["semantics"] = std::string(spec::name(semantics));
+  document["steps"] = run_steps_json(program, run_scenario(program, semantics));
+  return json_line(document);
+}
+
+}  // namespace fp8sm::explorer

@@ -1,0 +1,30 @@
+// `explorer --depth N --programs`: the program of every distinct top-level state a search
+// reaches, one a line (docs/explorer.md, "Programs"): the program on one line as the printer
+// writes it, or, with --json, an fp8sm-program/1 document (docs/json.md) that adds the steps
+// `explorer run --json` reports for it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "explorer/alphabet.hpp"
+#include "explorer/search_path.hpp"
+#include "spec/scenario.hpp"
+#include "spec/semantics.hpp"
+
+namespace fp8sm::explorer {
+
+// The program a top-level state's path spells (closing braces included), its modules and tapes
+// named as the search's alphabet names them (L0, L1, ..., A).
+spec::Program path_program(const SearchPath& path, const AlphabetOptions& alphabet);
+
+// Statements in `program`, closing braces not counted.
+int program_depth(const spec::Program& program);
+
+// One line of the list, with its newline: the program on one line (print_scenario_one_line);
+// with `json`, {"format": "fp8sm-program/1", "index": INDEX, "depth": ..., "program": ...,
+// "semantics": ..., "steps": [...]}, the steps those of run_json for the program under
+// `semantics`.
+std::string program_line(const spec::Program& program, std::uint64_t index, spec::Semantics semantics, bool json);
+
+}  // namespace fp8sm::explorer
