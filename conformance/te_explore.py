@@ -76,19 +76,32 @@ def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool
     return programs
 
 
-def run_observed_program(te, text: str) -> dict:
-    """What a worker runs for one program: the observed run, and the plain run of the program
-    without its checkpoints (I8's reference), judged together."""
+def reference_text(text: str) -> str:
+    """The program without its checkpoints (I8's reference), one line."""
+    return scenario.render(te_observe.without_checkpoints(scenario.parse(text)))
+
+
+def run_task(te, task: str) -> dict:
+    """What a worker runs: "program TEXT" (judged on TE) or "reference TEXT" (a program
+    without checkpoints, I8's other side); each from TE's pristine globals."""
+    _, text = task.split(" ", 1)
+    return te_observe.run_observed(te, text)
+
+
+def judge_with_reference(text: str, result: dict, reference: dict) -> List[dict]:
+    """The program's steps with I8 added (te_observe.judge_transparency), numerics removed."""
     program = scenario.parse(text)
-    names: dict = {}
-    observed = te_observe.ObservedRun(te, names)
-    result = observed.run(program)
-    reference_result = te_observe.ObservedRun(te, names).run(te_observe.without_checkpoints(program))
-    te_observe.judge_transparency(result["steps"], reference_result["steps"],
-                                  te_observe.diverged_steps(program, observed.executed))
-    for step in result["steps"]:
-        del step["numerics"]
-    return result
+    te_observe.judge_transparency(result["steps"], reference["steps"],
+                                  te_observe.diverged_steps(program, set(result["executed"])))
+    return [{k: v for k, v in step.items() if k != "numerics"} for step in result["steps"]]
+
+
+def run_observed_program(te, text: str) -> dict:
+    """One program judged on TE, its reference in a process of its own (each forked from this
+    one, which loaded TE): for tests and single programs."""
+    result = te_conformance.run_on_te(te, "program " + text, run_task)
+    reference = te_conformance.run_on_te(te, "reference " + reference_text(text), run_task)
+    return {"steps": judge_with_reference(text, result, reference)}
 
 
 def run_many(te, texts: List[str], function, jobs: int) -> List[dict]:
@@ -114,10 +127,16 @@ def run_on_te(te, programs: List[Program], jobs: int, stop_at_disagreement: Opti
     returns the programs up to that one: the shortest such program, since they come shortest
     first."""
     step = CHUNK if stop_at_disagreement else max(len(programs), 1)
+    references: Dict[str, dict] = {}  # by the reference's text: many programs share one
     for start in range(0, len(programs), step):
         chunk = programs[start:start + step]
-        for p, result in zip(chunk, run_many(te, [p.text for p in chunk], run_observed_program, jobs)):
-            p.te_steps = result["steps"]
+        reference_of = {p.text: reference_text(p.text) for p in chunk}
+        wanted = sorted({r for r in reference_of.values() if r not in references})
+        tasks = ["program " + p.text for p in chunk] + ["reference " + r for r in wanted]
+        results = run_many(te, tasks, run_task, jobs)
+        references.update(zip(wanted, results[len(chunk):]))
+        for p, result in zip(chunk, results):
+            p.te_steps = judge_with_reference(p.text, result, references[reference_of[p.text]])
         if stop_at_disagreement:
             for i, p in enumerate(chunk):
                 if not counts_agree(p) or differing_verdicts(p):

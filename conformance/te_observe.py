@@ -50,6 +50,7 @@ model is consulted. Each check says which of TE's observable facts it reads:
 from __future__ import annotations
 
 import gc
+import hashlib
 import weakref
 from typing import Dict, List, Optional
 
@@ -92,9 +93,7 @@ class _Patch:
 class ObservedRun(te_harness.Run):
     """A Run that also judges I1, I2, I4, I6, I7 and I9 on TE's own calls and globals."""
 
-    def __init__(self, te, names: Optional[dict] = None):
-        """`names`: the numbers given to amax sets and histories, shared with another run (the
-        program without checkpoints) so that equal numbers mean equal contents."""
+    def __init__(self, te):
         super().__init__(te)
         self.violations = Violations()
         self.distributed = te.distributed
@@ -135,7 +134,7 @@ class ObservedRun(te_harness.Run):
         self.step_number = 1
         self.extents: List[dict] = []
         self.seen: Dict[tuple, List[float]] = {}
-        self.names: Dict[object, int] = {} if names is None else names
+        self.tags: Dict[float, frozenset] = {}  # what each amax number of this run stands for
         self.updating_forward = True
 
     # ---- the run -----------------------------------------------------------------------------
@@ -326,8 +325,11 @@ class ObservedRun(te_harness.Run):
     # ---- I5: the numbers (see the module's docstring) ------------------------------------------
 
     def _name(self, key) -> int:
-        """A small number per distinct value (exact in the float32 tensors that carry it)."""
-        return self.names.setdefault(key, len(self.names) + 2)
+        """A number per distinct value, exact in the float32 tensors that carry it, and the
+        same in every process (the program and its reference run apart): a stable hash of the
+        value. Two values share a number with probability about 2**-24 per pair."""
+        digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
+        return 2 + int.from_bytes(digest, "little") % (2**24 - 2)
 
     def _meta(self, name: str, forward: bool = True):
         return self.modules[name].fp8_meta["scaling_fwd" if forward else "scaling_bwd"]
@@ -343,9 +345,9 @@ class ObservedRun(te_harness.Run):
 
     def _accumulate(self, name: str, forward: bool, history: float) -> None:
         row = self._meta(name, forward).amax_history[0]
-        tags = self.names.get(("tags", float(row[0])), frozenset()) | {(name, self.step_number, history, forward)}
-        row[0] = self._name(("amax", tags))
-        self.names[("tags", float(row[0]))] = tags
+        tags = self.tags.get(float(row[0]), frozenset()) | {(name, self.step_number, history, forward)}
+        row[0] = self._name(("amax", sorted(tags)))
+        self.tags[float(row[0])] = tags
         if forward:  # three columns (input, weight, output); I5 reads these of the forward only
             row[1] = max(float(row[1]), 1.0 if self.recomputing else 0.0)
             row[2] = max(float(row[2]), 1000.0 - self.step_number)  # the oldest step's, as a maximum
@@ -528,7 +530,14 @@ class ObservedRun(te_harness.Run):
 
 
 def run_observed(te, text: str) -> dict:
-    return ObservedRun(te).run(scenario.parse(text))
+    """The program's steps with their violations and numerics, and `executed` (the preorder
+    indices of the save and backward statements that ran: diverged_steps needs them)."""
+    program = scenario.parse(text)
+    run = ObservedRun(te)
+    result = run.run(program)
+    index = statement_indices(program)
+    result["executed"] = sorted(index[i] for i in run.executed)
+    return result
 
 
 # ---- I8 -----------------------------------------------------------------------------------------
@@ -547,11 +556,27 @@ def without_checkpoints(program: List[scenario.Statement]) -> List[scenario.Stat
     return out
 
 
+def statement_indices(program: List[scenario.Statement]) -> Dict[int, int]:
+    """id of each statement -> its index in a preorder walk (the same in every process)."""
+    out: Dict[int, int] = {}
+
+    def walk(statements) -> None:
+        for s in statements:
+            out[id(s)] = len(out)
+            if isinstance(s, Block):
+                walk(s.body)
+
+    walk(program)
+    return out
+
+
 def diverged_steps(program: List[scenario.Statement], executed: set) -> List[bool]:
     """Per step: whether the program has parted from its reference by the step's end, for
     reasons that are not the FP8 state (the model's ReferenceDivergence): a recompute-specific
     statement, or a backward of a tape a backward without retain ran over since its save.
-    `executed`: ids of the save/backward statements the run executed."""
+    `executed`: preorder indices (statement_indices) of the save/backward statements the run
+    executed."""
+    index = statement_indices(program)
     diverged = False
     freed: Dict[str, bool] = {}
 
@@ -563,7 +588,7 @@ def diverged_steps(program: List[scenario.Statement], executed: set) -> List[boo
                 continue
             if s.op == "recompute_uncaptured" or (inside_checkpoint and s.op == "raise" and s.name != "always"):
                 diverged = True
-            if s.op in ("save", "backward") and s.name is not None and id(s) in executed:
+            if s.op in ("save", "backward") and s.name is not None and index[id(s)] in executed:
                 if s.op == "save":
                     freed[s.name] = False
                 else:
