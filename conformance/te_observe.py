@@ -49,6 +49,7 @@ model is consulted. Each check says which of TE's observable facts it reads:
 
 from __future__ import annotations
 
+import copy
 import gc
 import weakref
 from typing import Dict, List, Optional
@@ -142,12 +143,29 @@ class ObservedRun(te_harness.Run):
 
     def run(self, program: List[scenario.Statement]) -> dict:
         patch = _Patch()
+        self._keep_globals(patch)
         self._install(patch)
         try:
             result = super().run(program)
         finally:
             patch.undo()
         return result
+
+    def _keep_globals(self, patch: _Patch) -> None:
+        """TE's process-global FP8 state (spec §2.1: the quantization state, the checkpoint
+        region and phase flags, upstream's FIFO) is put back after the run as it was before it
+        (the run works on copies). A second run in the same process, the program without
+        checkpoints that judge_transparency compares with, then starts where a process of its
+        own would, not where this run left TE: a recompute that found the FIFO empty leaves
+        the flags set (spec §3.4), and a Linear forward in the phase then takes the
+        recompute's paths (a restore of what it never saved: KeyError)."""
+        te = self.te
+        for name in ("_IN_ACTIVATION_RECOMPUTE_REGION", "_ACTIVATION_RECOMPUTE_PHASE"):
+            patch.set(te.distributed, name, getattr(te.distributed, name))
+        patch.set(te.manager, "quantization_state", copy.deepcopy(te.manager.quantization_state))
+        if self.upstream_fifo is not None:
+            self.upstream_fifo = list(self.upstream_fifo)
+            patch.set(te.distributed.activation_recompute_forward, "_is_first_fp8_module", self.upstream_fifo)
 
     def statement_done(self) -> None:
         q = self.qstate()
