@@ -16,7 +16,8 @@ model is consulted. Each check says which of TE's observable facts it reads:
       module) and, in upstream TE, the ownership FIFO (activation_recompute_forward's list):
       every entry is tagged with the checkpoint call that pushed it, and must be popped by that
       checkpoint's recompute; a pop that finds nothing, or an entry left at a step's end, is a
-      violation.
+      violation. Which entry a pop took is seen, not assumed: a stash entry by its identity
+      (the one gone from the deque), a FIFO entry through the list's own pop (_WatchedFifo).
 - I6  TE's globals after each top-level statement: no checkpoint region or phase flag, FP8
       disabled, the ownership bit (is_first_fp8_module) down outside autocast.
 - I7  TE's autocast depth never negative, and zero at each step's end.
@@ -49,6 +50,7 @@ model is consulted. Each check says which of TE's observable facts it reads:
 
 from __future__ import annotations
 
+import copy
 import gc
 import hashlib
 import weakref
@@ -90,6 +92,35 @@ class _Patch:
         self.saved.clear()
 
 
+class _WatchedFifo(list):
+    """Upstream TE's captured-bit FIFO during an observed run: the same entries, and beside
+    them the checkpoint call that pushed each (None: pushed before the run). TE appends and
+    pops (TE 2.20.2: pop(0)); both move the tags with the entries, so a pop tells whose entry
+    TE took, from whichever end it took it. Any other change of the list stops the run: the
+    observer would no longer know whose entries it holds."""
+
+    def __init__(self, entries, run: "ObservedRun"):
+        super().__init__(entries)
+        self.run = run
+        self.tags: List[Optional[int]] = [None] * len(entries)
+
+    def append(self, value) -> None:
+        super().append(value)
+        self.tags.append(self.run.calling[-1] if self.run.calling else 0)
+
+    def pop(self, index=-1):
+        value = super().pop(index)
+        self.run.fifo_popped.append(self.tags.pop(index))
+        return value
+
+    def _not_followed(self, *args, **kwargs):
+        raise te_stubs.StubCalled("TE changed its ownership FIFO other than by append and pop: "
+                                  "te_observe._WatchedFifo must follow it")
+
+    insert = extend = remove = clear = sort = reverse = _not_followed
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _not_followed
+
+
 class ObservedRun(te_harness.Run):
     """A Run that also judges I1, I2, I4, I6, I7 and I9 on TE's own calls and globals."""
 
@@ -105,13 +136,15 @@ class ObservedRun(te_harness.Run):
         self.pass_fp8_backwards = 0
         self.pass_updates = 0
         self.in_pass = False
-        # I4: checkpoint calls, the functions running (original forwards and recomputes), and
-        # shadows of TE's stash deques and FIFO holding the checkpoint call of each entry.
+        # I4: checkpoint calls, the functions running (original forwards and recomputes), the
+        # checkpoint call of each stash entry (by the entry's id; the entry is kept with it, so
+        # the id stays its own until TE pops it), and the tags of the entries TE's FIFO popped
+        # in the current activation-recompute entry (_WatchedFifo).
         self.next_checkpoint = 0
         self.calling: List[int] = []
         self.functions: List[int] = []
-        self.stash_tags: Dict[int, List[int]] = {}
-        self.fifo_tags: List[int] = []
+        self.stash_tags: Dict[int, tuple] = {}
+        self.fifo_popped: List[Optional[int]] = []
         self.bit_popped_for: Optional[int] = None
         self.uncaptured = False
         # I9: registrations and the modules whose FP8 casts left an amax for the next update.
@@ -141,12 +174,29 @@ class ObservedRun(te_harness.Run):
 
     def run(self, program: List[scenario.Statement]) -> dict:
         patch = _Patch()
+        self._keep_globals(patch)
         self._install(patch)
         try:
             result = super().run(program)
         finally:
             patch.undo()
         return result
+
+    def _keep_globals(self, patch: _Patch) -> None:
+        """TE's process-global FP8 state (spec §2.1: the quantization state, the checkpoint
+        region and phase flags, upstream's FIFO) is put back after the run as it was before it
+        (the run works on copies). A second run in the same process, the program without
+        checkpoints that judge_transparency compares with, then starts where a process of its
+        own would, not where this run left TE: a recompute that found the FIFO empty leaves
+        the flags set (spec §3.4), and a Linear forward in the phase then takes the
+        recompute's paths (a restore of what it never saved: KeyError)."""
+        te = self.te
+        for name in ("_IN_ACTIVATION_RECOMPUTE_REGION", "_ACTIVATION_RECOMPUTE_PHASE"):
+            patch.set(te.distributed, name, getattr(te.distributed, name))
+        patch.set(te.manager, "quantization_state", copy.deepcopy(te.manager.quantization_state))
+        if self.upstream_fifo is not None:
+            self.upstream_fifo = _WatchedFifo(self.upstream_fifo, self)
+            patch.set(te.distributed.activation_recompute_forward, "_is_first_fp8_module", self.upstream_fifo)
 
     def statement_done(self) -> None:
         q = self.qstate()
@@ -401,23 +451,32 @@ class ObservedRun(te_harness.Run):
         register = manager.__dict__["add_fp8_tensors_to_global_buffer"].__func__
         key = "global_fp8_buffer_pos_fwd_recompute"
 
+        def stash_entries(cls, fp8_meta) -> list:
+            """The entries of the module's stash deque, oldest first ([] before its first stash)."""
+            buffer, position = cls.quantization_state.fp8_tensors_recompute_buffer, fp8_meta.get(key)
+            return list(buffer[position]) if isinstance(position, int) and 0 <= position < len(buffer) else []
+
         def stash_push(cls, fp8_meta):
+            before = {id(entry) for entry in stash_entries(cls, fp8_meta)}
             push(cls, fp8_meta)
-            if key in fp8_meta:
-                run.stash_tags.setdefault(fp8_meta[key], []).append(run.functions[-1] if run.functions else 0)
+            for entry in stash_entries(cls, fp8_meta):
+                if id(entry) not in before:
+                    run.stash_tags[id(entry)] = (entry, run.functions[-1] if run.functions else 0)
 
         def stash_pop(cls, fp8_meta):
             recomputes = [e for e in run.extents if e["recompute"]]
             name = run.current_module
             if recomputes and name is not None and name not in recomputes[-1]["before_pop"]:
                 recomputes[-1]["before_pop"][name] = run._meta_state(name)
+            before = stash_entries(cls, fp8_meta)
             try:
                 pop(cls, fp8_meta)
             except (KeyError, IndexError):
                 run.violations.add("I4", "a recompute's stash pop found nothing")
                 raise
-            tags = run.stash_tags.get(fp8_meta.get(key), [])
-            tag = tags.pop(0) if tags else None
+            left = {id(entry) for entry in stash_entries(cls, fp8_meta)}
+            taken = [entry for entry in before if id(entry) not in left]  # the entry TE popped
+            tag = run.stash_tags.pop(id(taken[0]), (None, None))[1] if taken else None
             if tag != (run.functions[-1] if run.functions else None):
                 run.violations.add("I4", "a stash entry is popped by another checkpoint's recompute")
 
@@ -451,8 +510,7 @@ class ObservedRun(te_harness.Run):
         enter = arf.__dict__["__enter__"]
 
         def arf_enter(self_):
-            fifo = run.upstream_fifo
-            length = len(fifo) if fifo is not None else 0
+            run.fifo_popped = []
             try:
                 result = enter(self_)
             except (KeyError, IndexError):
@@ -461,10 +519,8 @@ class ObservedRun(te_harness.Run):
                 if self_.activation_recompute and self_.recompute_phase:
                     run.violations.add("I4", "a recompute found no captured ownership bit")
                 raise
-            if fifo is not None and len(fifo) > length:
-                run.fifo_tags.append(run.calling[-1] if run.calling else 0)
-            elif fifo is not None and len(fifo) < length:
-                tag = run.fifo_tags.pop(0) if run.fifo_tags else None
+            if run.fifo_popped:
+                tag = run.fifo_popped[-1]
                 if run.uncaptured:
                     run.violations.add("I4", "a recompute nobody captured takes another checkpoint's bit")
                 else:
