@@ -57,7 +57,8 @@ def claim_without_re_arm(te):
 
 
 class Patched:
-    """Replaces one attribute for the programs run inside the block (forks inherit it)."""
+    """Replaces one attribute for the programs run inside the block (the workers forked there
+    inherit it)."""
 
     def __init__(self, owner, name, value):
         self.owner, self.name, self.value = owner, name, value
@@ -92,10 +93,12 @@ class BrokenPiecesAreSeen(unittest.TestCase):
 
     def test_the_comparison_reports_a_minimal_disagreement(self):
         te = loaded_te()
-        checker = te_conformance.Checker(te, os.environ["EXPLORER"], "upstream")
         text = (CATALOGUE / "05-reentrant-single-3-layers.scn").read_text()
-        self.assertFalse(checker.disagrees(text))
-        with Patched(te.linear, "_check_fp8_reduce_and_update", claim_without_re_arm(te)):
+        with te_conformance.Checker(te, os.environ["EXPLORER"], "upstream") as checker:
+            self.assertFalse(checker.disagrees(text))
+        # The checker's workers are forked at its first use: this one's after the patch.
+        with Patched(te.linear, "_check_fp8_reduce_and_update", claim_without_re_arm(te)), \
+                te_conformance.Checker(te, os.environ["EXPLORER"], "upstream") as checker:
             self.assertTrue(checker.disagrees(text))
             minimal = te_conformance.shrink(checker, text)
             self.assertTrue(checker.disagrees(minimal))
