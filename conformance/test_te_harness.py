@@ -115,6 +115,17 @@ class BrokenPiecesAreSeen(unittest.TestCase):
         self.assertNotEqual(broken["02-nonreentrant-single.scn"], SEED["02-nonreentrant-single.scn"])
         self.assertNotEqual(broken["03-nonreentrant-per-layer.scn"], SEED["03-nonreentrant-per-layer.scn"])
 
+    def test_a_stub_that_raises_stops_the_run(self):
+        def failing(bwd_args):
+            raise ValueError("a bug in the stub")
+
+        te = loaded_te()
+        with Patched(te_stubs, "_linear_backward_impl", failing):
+            with self.assertRaises(te_conformance.HarnessFailure) as caught:
+                te_conformance.run_on_te(te, (CATALOGUE / "01-no-checkpoint.scn").read_text())
+        self.assertIn("StubFailed: the stub _linear_backward", str(caught.exception))
+        self.assertIn("ValueError: a bug in the stub", str(caught.exception))
+
     def test_a_missing_stub_stops_the_run(self):
         te = loaded_te()
         with Patched(sys.modules["transformer_engine_torch"], "fused_amax_and_scale_update_after_reduction",
