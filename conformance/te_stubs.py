@@ -64,9 +64,11 @@ STUBS = {
         "each runs inside CudaOnCpu, since torch clears function modes for the backward pass; "
         "the functions themselves are TE's, called with the same arguments",
     "linear._linear_forward_impl / _linear_setup_ctx / _linear_backward_impl (or _linear_backward)":
-        "an fp32 matmul that saves its input through ctx.save_for_backward (one saved tensor per "
-        "node: docs/scenarios.md), and its gradients, refusing a missing operand as the real GEMM "
-        "would: the GEMMs and casts of te.Linear; _Linear.forward/backward themselves (the claim, "
+        "an fp32 matmul that saves its input (2, 4) and its weight (4, 4) in TE's slots for them, "
+        "through TE's prepare_for_saving and ctx.save_for_backward (two saved tensors per node: "
+        "docs/scenarios.md), and its gradients from the tensors TE's restore_from_func_ctx gives "
+        "back, refusing a missing one or one of the wrong shape as the real GEMM would: the GEMMs "
+        "and casts of te.Linear; _Linear.forward/backward themselves (the claim, "
         "ctx.backward_objects, the unpack of saved tensors, the backward update) run as they are",
     "every stub above (wrapped)":
         "an exception escaping a stub's own code stops the run as StubFailed, a failure of the "
@@ -279,8 +281,12 @@ def _inside_cuda_on_cpu(backward):
 # ---- te.Linear's GEMMs ------------------------------------------------------------------------
 # _Linear.forward calls _linear_forward_impl, then _linear_setup_ctx for what to save, then saves
 # it with ctx.save_for_backward (through prepare_for_saving, TE's own); _Linear.backward restores
-# it through the saved-tensor hooks and calls _linear_backward_impl. One tensor is saved per
-# node, the input: the model's one saved-tensor slot per node (docs/scenarios.md).
+# it through the saved-tensor hooks and restore_from_func_ctx, TE's LinearBwdArgs.
+# setup_saved_tensors puts it in its fields, and it calls _linear_backward_impl. Two tensors are
+# saved per node, as TE's helper saves them: the input (2, 4) and the weight (4, 4), in TE's
+# slots for them; the backward takes them from the fields TE restored them into, and refuses,
+# as the real GEMM would, a missing one or one of the wrong shape (so a restore that pairs
+# them wrongly shows as the program's exception).
 
 def _function_ast(function) -> ast.FunctionDef:
     return ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
@@ -330,10 +336,9 @@ def _linear_setup_ctx(bwd_args, fwd_args, fwd_outputs, ctx_attrs, tensors_to_sav
     bwd_args.fp8 = fwd_args.fp8
     bwd_args.requires_dgrad = fwd_args.input_requires_grad
     bwd_args.requires_wgrad = fwd_args.weight_requires_grad
-    # The GEMM operand for dgrad, held outside the saved tensors (a field the stubbed backward
-    # alone reads; LinearBwdArgs has __slots__).
-    bwd_args.origin_weight_ref = fwd_args.weight.detach()
-    return (fwd_args.inp, None, None, None)
+    # TE's slots (input, weight workspace, weight, bias), as its helper fills them without FP8
+    # weights: the input and the weight, two shapes.
+    return (fwd_args.inp, None, fwd_args.weight, None)
 
 
 def _linear_backward_impl(bwd_args):
@@ -342,5 +347,5 @@ def _linear_backward_impl(bwd_args):
     if bwd_args.requires_wgrad:
         wgrad = grad_output.t() @ _operand("the input", bwd_args.inputmat, (ROWS, WIDTH))
     if bwd_args.requires_dgrad:
-        dgrad = grad_output @ bwd_args.origin_weight_ref
+        dgrad = grad_output @ _operand("the weight", bwd_args.saved_weight, (WIDTH, WIDTH))
     return (wgrad, dgrad, None)

@@ -115,6 +115,19 @@ class BrokenPiecesAreSeen(unittest.TestCase):
         self.assertNotEqual(broken["02-nonreentrant-single.scn"], SEED["02-nonreentrant-single.scn"])
         self.assertNotEqual(broken["03-nonreentrant-per-layer.scn"], SEED["03-nonreentrant-per-layer.scn"])
 
+    def test_a_restore_that_pairs_the_saved_tensors_wrongly_is_the_programs_exception(self):
+        te = loaded_te()
+
+        def swapped(bwd_args, ctx):  # TE's unpack with the input's and the weight's slots swapped
+            (bwd_args.saved_weight, bwd_args.weight_fp8, bwd_args.inputmat,
+             bwd_args.bias) = te.linear.restore_from_func_ctx(ctx)
+
+        text = (CATALOGUE / "01-no-checkpoint.scn").read_text()
+        with Patched(te.linear.LinearBwdArgs, "setup_saved_tensors", swapped):
+            (step,) = te_conformance.run_on_te(te, text)["steps"]
+        self.assertEqual([r["kind"] for r in step["raised"]], ["RuntimeError"])
+        self.assertIn("shape (4, 4), not (2, 4)", step["raised"][0]["message"])
+
     def test_a_stub_that_raises_stops_the_run(self):
         def failing(bwd_args):
             raise ValueError("a bug in the stub")
