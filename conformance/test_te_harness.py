@@ -147,5 +147,15 @@ class BrokenPiecesAreSeen(unittest.TestCase):
                 te_conformance.run_on_te(te, (CATALOGUE / "01-no-checkpoint.scn").read_text())
 
 
+class Layouts(unittest.TestCase):
+    def test_a_brace_on_the_line_after_its_header_agrees_with_the_model(self):
+        text = ("autocast on\n{\n  try\n\n  # the body\n  {\n    linear L0\n    no_grad\n    { linear L1 }\n  }\n}\n"
+                "backward\n")
+        with te_conformance.Checker(loaded_te(), os.environ["EXPLORER"], "upstream") as checker:
+            te_result, model_result = checker.results(text)
+        self.assertEqual(te_conformance.comparable(te_result), te_conformance.comparable(model_result))
+        self.assertEqual(te_conformance.comparable(te_result), [(1, 1, ())])
+
+
 if __name__ == "__main__":
     unittest.main()
