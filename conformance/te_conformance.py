@@ -96,6 +96,10 @@ def comparable(result: dict) -> List[Tuple[int, int, Tuple[str, ...]]]:
             for s in result["steps"]]
 
 
+def made_backward_update(result: dict) -> bool:
+    return any(s["backward_updates"] > 0 for s in result["steps"])
+
+
 class Checker:
     """Runs programs on both sides: TE's in a pool of `jobs` workers (te_workers), the
     model's `jobs` at a time."""
@@ -217,10 +221,16 @@ def describe(result: dict) -> str:
     return "; ".join(steps) if steps else "(no step)"
 
 
-def check_corpus(checker: Checker, name: str, programs: List[Tuple[str, str]], out) -> Tuple[int, int]:
-    agreed = 0
+def share_text(updated: int, total: int) -> str:
+    return f", {round(100 * updated / total)} % made a backward update on TE" if total else ""
+
+
+def check_corpus(checker: Checker, name: str, programs: List[Tuple[str, str]], out) -> Tuple[int, int, int]:
+    """(agreed, programs, programs that made a backward update on TE)."""
+    agreed = updated = 0
     results = checker.all_results([text for _, text in programs])
     for (program_name, text), (te_result, model_result) in zip(programs, results):
+        updated += made_backward_update(te_result)
         if comparable(te_result) == comparable(model_result):
             agreed += 1
             continue
@@ -236,9 +246,9 @@ def check_corpus(checker: Checker, name: str, programs: List[Tuple[str, str]], o
                 print(f"         {r['kind']}: {r['message'][:200]}", file=out)
         print(f"  model: {describe(model_min)}", file=out)
         out.flush()
-    print(f"{name}: {agreed}/{len(programs)} agree", file=out)
+    print(f"{name}: {agreed}/{len(programs)} agree{share_text(updated, len(programs))}", file=out)
     out.flush()
-    return agreed, len(programs)
+    return agreed, len(programs), updated
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -287,9 +297,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     except HarnessFailure as e:
         print(f"te_conformance: the harness failed: {e}", file=sys.stderr)
         return 2
-    agreed = sum(a for a, _ in totals)
-    total = sum(n for _, n in totals)
-    print(f"all: {agreed}/{total} agree ({time.monotonic() - started:.0f} s)")
+    agreed, total, updated = (sum(column) for column in zip(*totals))
+    print(f"all: {agreed}/{total} agree{share_text(updated, total)} ({time.monotonic() - started:.0f} s)")
     return 0 if agreed == total else 1
 
 

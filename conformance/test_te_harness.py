@@ -9,6 +9,7 @@ rows 1-7), not outputs of this harness.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import unittest
 from pathlib import Path
@@ -145,6 +146,19 @@ class BrokenPiecesAreSeen(unittest.TestCase):
                      te_stubs._Opaque("transformer_engine_torch.fused_amax_and_scale_update_after_reduction")):
             with self.assertRaises(te_conformance.HarnessFailure):
                 te_conformance.run_on_te(te, (CATALOGUE / "01-no-checkpoint.scn").read_text())
+
+
+class Report(unittest.TestCase):
+    def test_each_agreement_figure_has_the_share_that_made_a_backward_update(self):
+        # main() loads TE itself: run it in a child, as the script does.
+        files = [str(CATALOGUE / name) for name in ("01-no-checkpoint.scn", "20-nonreentrant-forward-exception.scn")]
+        command = [sys.executable, str(HERE / "te_conformance.py"), "--te-source", os.environ["TE_SOURCE"],
+                   "--explorer", os.environ["EXPLORER"], "--jobs", "1"]
+        done = subprocess.run(command + [arg for f in files for arg in ("--scenario", f)],
+                              capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("given: 2/2 agree, 50 % made a backward update on TE\n", done.stdout)
+        self.assertRegex(done.stdout, r"all: 2/2 agree, 50 % made a backward update on TE \(\d+ s\)")
 
 
 class Layouts(unittest.TestCase):
