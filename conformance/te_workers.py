@@ -101,7 +101,8 @@ def state_module_names() -> List[str]:
 # the fingerprints of all records, reset or not, plus what no record holds (which modules are
 # loaded, torch's global state). Records are compared in chunks of one kind, each in one pass
 # of C-level iteration (a program changes a handful of records among thousands): only a chunk
-# that differs is halved until the records that changed are found.
+# that differs is halved until the records that changed are found, and those are read one by
+# one from then on.
 
 _MISSING = object()
 CHUNK = 64
@@ -385,7 +386,8 @@ class _Chunk:
         self.kind, self.records = kind, records
         self.objs = tuple(r.obj for r in records)
         self.pristine: Dict[tuple, tuple] = {}
-        self._fingerprint_halves(0, len(records))
+        if records:
+            self._fingerprint_halves(0, len(records))
 
     def _fingerprint_halves(self, lo: int, hi: int) -> None:
         if hi - lo > 1:
@@ -595,8 +597,25 @@ class Pristine:
         walk.modules(self.modules)
         self.records = walk.records
         self.chunks = _chunks(self.records)
+        # Records that a program changed once are read one by one from then on (the same few
+        # change in most programs: the quantization state, distributed.py's flags, the counter),
+        # so that the chunks they left stay whole and are read in one pass each.
+        self.hot: List[_Record] = []
         self.rng = torch.get_rng_state()
         self.torch = torch_state()
+
+    def _changed(self) -> List[_Record]:
+        changed = [r for r in self.hot if not _unchanged(r.kind, (r.obj,), r.pristine)]
+        for i, chunk in enumerate(self.chunks):
+            found = chunk.changed()
+            if found:
+                # The rest of the chunk was read unchanged: its fingerprints now are the
+                # pristine ones.
+                self.chunks[i] = _Chunk(chunk.kind, [r for r in chunk.records if r not in found])
+                self.hot += found
+                changed += found
+        self.chunks = [chunk for chunk in self.chunks if chunk.records]
+        return changed
 
     def reset(self) -> Optional[str]:
         """Restores what a program changed in the reset's domain, then checks the digest:
@@ -608,7 +627,7 @@ class Pristine:
         they drop is kept alive until after the second one: no finalizer runs there either),
         and a restore writes into its own record only, so what the first reading found
         unchanged still is."""
-        changed = [r for chunk in self.chunks for r in chunk.changed()]
+        changed = self._changed()
         dropped = [r.kind.restore(r.obj, r.saved) for r in changed if r.reset]
         torch.set_rng_state(self.rng)
         left = [r.kind.describe(r) for r in changed if not _unchanged(r.kind, (r.obj,), r.pristine)]
@@ -832,6 +851,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--explorer", default=str(HERE.parent / "build" / "explorer" / "explorer"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count())
     parser.add_argument("--fresh", action="store_true", help="a fresh worker per program (a fork per program)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="where one reused worker's time goes: the runs, the collections, the resets and checks")
     parser.add_argument("--random", type=int, default=1000, metavar="N")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--length", type=int, default=30)
@@ -840,6 +861,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     te = te_conformance.load_te(args.te_source)
     texts = [text for _, text in te_conformance.corpus_files(HERE.parent / "spec" / "catalogue")]
     texts += [text for _, text in te_conformance.random_corpus(args.explorer, args.random, args.seed, args.length)]
+    if args.breakdown:
+        return _breakdown(te, texts)
     with Workers(te, jobs=args.jobs, reuse=not args.fresh) as pool:
         started = time.monotonic()
         pool.map(texts)
@@ -848,6 +871,38 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"{len(texts)} programs on TE, {way}, jobs {args.jobs}: {elapsed:.1f} s, "
           f"{elapsed / len(texts) * 1e3 * args.jobs:.1f} ms of a core per program, "
           f"{len(texts) / elapsed / args.jobs:.0f} programs/s per core")
+    return 0
+
+
+def _breakdown(te, texts: List[str]) -> int:
+    """A worker's loop, timed by part, in a child of this process (as a worker is)."""
+    import te_harness
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            pristine = Pristine()
+            gc.freeze()
+            spent = collections.Counter()
+            for text in texts:
+                started = time.perf_counter()
+                te_harness.run_program(te, text)
+                ran = time.perf_counter()
+                gc.collect()
+                collected = time.perf_counter()
+                leak = pristine.reset()
+                spent["run"] += ran - started
+                spent["collection"] += collected - ran
+                spent["reset and check"] += time.perf_counter() - collected
+                if leak:
+                    print(f"left behind: {leak}")
+            print(f"{len(texts)} programs, {len(pristine.records)} records: " +
+                  ", ".join(f"{part} {seconds / len(texts) * 1e3:.2f} ms" for part, seconds in spent.items()) +
+                  " per program")
+            sys.stdout.flush()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
     return 0
 
 
