@@ -14,9 +14,10 @@
 #                  version pinned below, whose state code is the `upstream` semantics)
 # --te-source DIR  TE's sources from DIR, a checkout holding transformer_engine/ (a branch,
 #                  the PR #3213 head for --semantics pr3213)
-# --self-test      the harness's own tests instead (conformance/test_te_harness.py): it gives
-#                  the seed's GPU counts, and a broken piece (the re-arm, the saved tensors, a
-#                  stub) shows
+# --self-test      the harness's own tests instead (conformance/test_*.py): it gives the
+#                  seed's GPU counts, a broken piece (the re-arm, the saved tensors, a stub)
+#                  shows, and a reused worker gives what a fresh process gives, state left
+#                  behind and hangs being caught
 # --scenario FILE  compare only this scenario file (repeatable)
 # --jobs J         programs run at once (default: the number of cores)
 # --timeout T      seconds a program may run on TE before it counts as a harness failure (60)
