@@ -398,19 +398,30 @@ class _Chunk:
 
     def changed(self, lo: int = 0, hi: int = -1) -> List[_Record]:
         hi = len(self.records) if hi < 0 else hi
+        if hi - lo == 1:
+            r = self.records[lo]
+            return [] if _record_unchanged(r) else [r]
         try:
-            if hi - lo == 1:
-                r = self.records[lo]
-                if _unchanged(self.kind, (r.obj,), r.pristine):
-                    return []
-                return [r]
             if _unchanged(self.kind, self.objs[lo:hi], self.pristine[lo, hi]):
                 return []
         except Exception:  # noqa: BLE001  (what cannot be read as it was has changed)
-            if hi - lo == 1:
-                return [self.records[lo]]
+            pass
         middle = (lo + hi) // 2
         return self.changed(lo, middle) + self.changed(middle, hi)
+
+
+def _record_unchanged(r: _Record) -> bool:
+    try:
+        return _unchanged(r.kind, (r.obj,), r.pristine)
+    except Exception:  # noqa: BLE001  (what cannot be read as it was has changed)
+        return False
+
+
+def _describe(r: _Record) -> Optional[str]:
+    try:
+        return r.kind.describe(r)
+    except Exception as e:  # noqa: BLE001  (the place is known even if its change cannot be told)
+        return f"{r.path}: changed ({type(e).__name__} while telling how)"
 
 
 def _chunks(records: List[_Record]) -> List[_Chunk]:
@@ -605,7 +616,7 @@ class Pristine:
         self.torch = torch_state()
 
     def _changed(self) -> List[_Record]:
-        changed = [r for r in self.hot if not _unchanged(r.kind, (r.obj,), r.pristine)]
+        changed = [r for r in self.hot if not _record_unchanged(r)]
         for i, chunk in enumerate(self.chunks):
             found = chunk.changed()
             if found:
@@ -630,8 +641,7 @@ class Pristine:
         changed = self._changed()
         dropped = [r.kind.restore(r.obj, r.saved) for r in changed if r.reset]
         torch.set_rng_state(self.rng)
-        left = [r.kind.describe(r) for r in changed if not _unchanged(r.kind, (r.obj,), r.pristine)]
-        left = [what for what in left if what]
+        left = [what for what in map(_describe, [r for r in changed if not _record_unchanged(r)]) if what]
         # Another module imported (torch's, lazily) is not TE's state; a TE module is.
         modules = self.modules if tuple(sys.modules) == self.all_modules else state_module_names()
         if modules != self.modules:
