@@ -50,7 +50,7 @@ def _tokens(text: str):
         rest = _TOKEN.sub("", line).strip()
         if rest:
             raise ScenarioError(f"line {line_no}: unexpected {rest!r}")
-        yield line_no, ";"
+        yield line_no, "\n"
 
 
 def parse(text: str) -> List[Statement]:
@@ -95,6 +95,8 @@ def parse(text: str) -> List[Statement]:
             if len(stack) == 1:
                 raise ScenarioError(f"line {line}: '}}' without a block")
             stack.pop()
+        elif token == "\n" and tuple(words) in BLOCKS:
+            pass  # a block's '{' may stand on a later line than its header, after blank lines
         elif token in (";", "\n"):
             flush()
         else:

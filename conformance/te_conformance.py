@@ -1,18 +1,20 @@
 """The model against Transformer Engine's own code: every program of a corpus run on both.
 
     te_conformance.py --te-source DIR --explorer PATH [--semantics upstream|pr3213]
-                      [--random N --seed S] [--length L] [--scenario FILE]... [--list-stubs]
+                      [--random N --seed S] [--length L] [--scenario FILE]...
+                      [--jobs J] [--timeout T] [--list-stubs]
 
 DIR holds the `transformer_engine` package (an unpacked wheel or a checkout). The corpora are
 the catalogue (spec/catalogue), the edge scenarios (tests/scenarios) and N random programs of
-`explorer random`. Each program runs on TE (te_harness, in a child process forked from one that
-loaded TE, so every program starts from TE's import-time state) and on the model (`explorer run
---json`). A program agrees when both give the same steps: the same forward and backward update
-counts and the same kinds of escaped exceptions, in order. Every disagreement is shrunk to a
-minimal program that still disagrees and printed with both results.
+`explorer random`. Each program runs on TE (te_harness, in one of J workers forked from the
+process that loaded TE, which reset TE's state to what its import left after every program and
+check that they did: te_workers) and on the model (`explorer run --json`, J at a time). A
+program agrees when both give the same steps: the same forward and backward update counts and
+the same kinds of escaped exceptions, in order. Every disagreement is shrunk to a minimal
+program that still disagrees and printed with both results.
 
-Exit status: 0 all agree, 1 some disagree, 2 the harness could not run (a stub missing, bad
-arguments).
+Exit status: 0 all agree, 1 some disagree, 2 the harness could not run (a stub missing or
+failing, a program that left state behind or ran past T seconds, bad arguments).
 """
 
 from __future__ import annotations
@@ -23,71 +25,71 @@ import logging
 import os
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
 import warnings
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import scenario  # noqa: E402
 import te_stubs  # noqa: E402
+import te_workers  # noqa: E402
 
 ROOT = HERE.parent
 
-
-class HarnessFailure(Exception):
-    pass
+HarnessFailure = te_workers.HarnessFailure
 
 
 # ---- both sides ---------------------------------------------------------------------------------
 
-def run_on_te(te, text: str, function=None) -> dict:
-    """The program on TE, in a forked child: TE's globals (the FIFO, the region flags, the
-    quantization state) start as TE's import left them, for every program. `function(te, text)`
-    runs it (default: te_harness.run_program)."""
-    import te_harness
-
-    function = function or te_harness.run_program
-
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        os.close(read_end)
-        try:
-            result = function(te, text)
-        except BaseException as e:  # noqa: BLE001  (reported to the parent, which stops)
-            result = {"harness_failure": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
-        with os.fdopen(write_end, "w") as out:
-            json.dump(result, out)
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not data:
-        raise HarnessFailure(f"the child running the program on TE died (status {status}):\n{text}")
-    result = json.loads(data)
-    if "harness_failure" in result:
-        raise HarnessFailure(f"{result['harness_failure']}\nwhile running:\n{text}")
-    return result
+def run_on_te(te, text: str, function=None, timeout: float = te_workers.DEFAULT_TIMEOUT) -> dict:
+    """One program on TE, in a worker of its own forked now: what the caller patched in TE
+    (a test's mutant) is in it. `function(te, text)` runs it (default: te_harness.run_program;
+    a closure is fine here, the worker is forked with it)."""
+    with te_workers.Workers(te, jobs=1, timeout=timeout, reuse=False, function=function) as pool:
+        return pool.run(text)
 
 
 def run_on_model(explorer: str, semantics: str, text: str) -> dict:
-    with tempfile.NamedTemporaryFile("w", suffix=".scn", delete=False) as f:
-        f.write(text)
-        path = f.name
+    return runs_on_model(explorer, semantics, [text], jobs=1)[0]
+
+
+def runs_on_model(explorer: str, semantics: str, texts: Sequence[str], jobs: int) -> List[dict]:
+    """`explorer run - --json` for every text, `jobs` processes at a time (no threads: the
+    TE workers are forked from this process)."""
+    results: List[dict] = []
+    running: List[Tuple[str, subprocess.Popen]] = []
+
+    def finish_oldest() -> None:
+        text, process = running.pop(0)
+        out, err = process.stdout.read(), process.stderr.read()  # what it writes to stderr is a line
+        process.stdout.close()
+        process.stderr.close()
+        process.wait()
+        if process.returncode not in (0, 1):
+            raise HarnessFailure(f"explorer run failed ({process.returncode}): {err.strip()}\n{text}")
+        results.append(json.loads(out))
+
     try:
-        done = subprocess.run([explorer, "run", path, "--json", "--semantics", semantics],
-                              capture_output=True, text=True)
+        for text in texts:
+            if len(running) >= jobs:
+                finish_oldest()
+            process = subprocess.Popen([explorer, "run", "-", "--json", "--semantics", semantics], text=True,
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            process.stdin.write(text)  # the explorer reads all of it before it writes anything
+            process.stdin.close()
+            running.append((text, process))
+        while running:
+            finish_oldest()
     finally:
-        os.unlink(path)
-    if done.returncode not in (0, 1):
-        raise HarnessFailure(f"explorer run failed ({done.returncode}): {done.stderr.strip()}\n{text}")
-    return json.loads(done.stdout)
+        for _, process in running:  # after a failure: the others are not left behind
+            process.kill()
+            process.stdout.close()
+            process.stderr.close()
+            process.wait()
+    return results
 
 
 def comparable(result: dict) -> List[Tuple[int, int, Tuple[str, ...]]]:
@@ -95,25 +97,56 @@ def comparable(result: dict) -> List[Tuple[int, int, Tuple[str, ...]]]:
             for s in result["steps"]]
 
 
+def made_backward_update(result: dict) -> bool:
+    return any(s["backward_updates"] > 0 for s in result["steps"])
+
+
 class Checker:
-    def __init__(self, te, explorer: str, semantics: str):
-        self.te, self.explorer, self.semantics = te, explorer, semantics
+    """Runs programs on both sides: TE's in a pool of `jobs` workers (te_workers), the
+    model's `jobs` at a time."""
+
+    def __init__(self, te, explorer: str, semantics: str, jobs: Optional[int] = None,
+                 timeout: float = te_workers.DEFAULT_TIMEOUT):
+        self.explorer, self.semantics = explorer, semantics
+        self.pool = te_workers.Workers(te, jobs=jobs, timeout=timeout)
+
+    def __enter__(self) -> "Checker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def all_results(self, texts: Sequence[str]) -> List[Tuple[dict, dict]]:
+        models = runs_on_model(self.explorer, self.semantics, texts, self.pool.jobs)
+        return list(zip(self.pool.map(texts), models))
 
     def results(self, text: str) -> Tuple[dict, dict]:
-        return run_on_te(self.te, text), run_on_model(self.explorer, self.semantics, text)
+        return self.all_results([text])[0]
 
     def disagrees(self, text: str) -> bool:
         te_result, model_result = self.results(text)
         return comparable(te_result) != comparable(model_result)
 
+    def first_disagreeing(self, texts: Sequence[str]) -> Optional[int]:
+        """The index of the first text that disagrees, run a few pools' worth at a time."""
+        batch = 4 * self.pool.jobs
+        for start in range(0, len(texts), batch):
+            for i, (te_result, model_result) in enumerate(self.all_results(texts[start:start + batch])):
+                if comparable(te_result) != comparable(model_result):
+                    return start + i
+        return None
+
 
 def load_te(source: Path):
-    """TE from `source`, in a process quiet about the missing GPU and ready to fork per program."""
+    """TE from `source`, in a process quiet about the missing GPU and ready to fork workers."""
     warnings.simplefilter("ignore")  # torch's and TE's import-time warnings about the missing GPU
     logging.getLogger("torch").setLevel(logging.ERROR)  # and torch's deprecation notices of TE's calls
     import torch
 
-    torch.set_num_threads(1)  # children are forked: no thread pool may be running
+    torch.set_num_threads(1)  # workers are forked: no thread pool may be running
     import te_loader
 
     return te_loader.load(source)
@@ -151,17 +184,15 @@ def _valid(program: List[scenario.Statement]) -> bool:
 
 
 def shrink(checker: Checker, text: str) -> str:
+    """Takes the first smaller program (in _candidates' order) that still disagrees, until
+    none does; the candidates run in the pool, a batch at a time, with its timeout."""
     program = scenario.parse(text)
-    shrunk = True
-    while shrunk:
-        shrunk = False
-        for candidate in _candidates(program):
-            if not _valid(candidate):
-                continue
-            if checker.disagrees(scenario.render(candidate) + "\n"):
-                program, shrunk = candidate, True
-                break
-    return scenario.render(program) + "\n"
+    while True:
+        candidates = [c for c in _candidates(program) if _valid(c)]
+        found = checker.first_disagreeing([scenario.render(c) + "\n" for c in candidates])
+        if found is None:
+            return scenario.render(program) + "\n"
+        program = candidates[found]
 
 
 # ---- corpora ------------------------------------------------------------------------------------
@@ -191,10 +222,16 @@ def describe(result: dict) -> str:
     return "; ".join(steps) if steps else "(no step)"
 
 
-def check_corpus(checker: Checker, name: str, programs: List[Tuple[str, str]], out) -> Tuple[int, int]:
-    agreed = 0
-    for program_name, text in programs:
-        te_result, model_result = checker.results(text)
+def share_text(updated: int, total: int) -> str:
+    return f", {round(100 * updated / total)} % made a backward update on TE" if total else ""
+
+
+def check_corpus(checker: Checker, name: str, programs: List[Tuple[str, str]], out) -> Tuple[int, int, int]:
+    """(agreed, programs, programs that made a backward update on TE)."""
+    agreed = updated = 0
+    results = checker.all_results([text for _, text in programs])
+    for (program_name, text), (te_result, model_result) in zip(programs, results):
+        updated += made_backward_update(te_result)
         if comparable(te_result) == comparable(model_result):
             agreed += 1
             continue
@@ -210,9 +247,9 @@ def check_corpus(checker: Checker, name: str, programs: List[Tuple[str, str]], o
                 print(f"         {r['kind']}: {r['message'][:200]}", file=out)
         print(f"  model: {describe(model_min)}", file=out)
         out.flush()
-    print(f"{name}: {agreed}/{len(programs)} agree", file=out)
+    print(f"{name}: {agreed}/{len(programs)} agree{share_text(updated, len(programs))}", file=out)
     out.flush()
-    return agreed, len(programs)
+    return agreed, len(programs), updated
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -225,6 +262,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--length", type=int, default=30, help="at most this many choices a random program")
     parser.add_argument("--scenario", type=Path, action="append", default=[], metavar="FILE",
                         help="compare only these scenario files (repeatable)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="J",
+                        help="programs run at once on each side (default: the number of cores)")
+    parser.add_argument("--timeout", type=float, default=te_workers.DEFAULT_TIMEOUT, metavar="T",
+                        help=f"seconds a program may run on TE (default {te_workers.DEFAULT_TIMEOUT:g})")
     parser.add_argument("--list-stubs", action="store_true", help="print what is stubbed and why, then exit")
     args = parser.parse_args(argv)
 
@@ -236,10 +277,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--te-source is required")
     if args.random < 0:
         parser.error("--random: must be 0 or more")
+    if args.jobs < 1 or args.timeout <= 0:
+        parser.error("--jobs and --timeout: must be positive")
 
     started = time.monotonic()
     te = load_te(args.te_source)
-    checker = Checker(te, args.explorer, args.semantics)
+    checker = Checker(te, args.explorer, args.semantics, args.jobs, args.timeout)
     print(f"TE from {te.source} against `explorer run --semantics {args.semantics}`", flush=True)
     if args.scenario:
         corpora = [("given", [(str(p), p.read_text()) for p in args.scenario])]
@@ -250,13 +293,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         corpora.append((f"random (seed {args.seed}, length {args.length})",
                         random_corpus(args.explorer, args.random, args.seed, args.length)))
     try:
-        totals = [check_corpus(checker, name, programs, sys.stdout) for name, programs in corpora]
+        with checker:
+            totals = [check_corpus(checker, name, programs, sys.stdout) for name, programs in corpora]
     except HarnessFailure as e:
         print(f"te_conformance: the harness failed: {e}", file=sys.stderr)
         return 2
-    agreed = sum(a for a, _ in totals)
-    total = sum(n for _, n in totals)
-    print(f"all: {agreed}/{total} agree ({time.monotonic() - started:.0f} s)")
+    agreed, total, updated = (sum(column) for column in zip(*totals))
+    print(f"all: {agreed}/{total} agree{share_text(updated, total)} ({time.monotonic() - started:.0f} s)")
     return 0 if agreed == total else 1
 
 

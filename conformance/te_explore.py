@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 import scenario  # noqa: E402
 import te_conformance  # noqa: E402
 import te_observe  # noqa: E402
+import te_workers  # noqa: E402
 
 INVARIANTS = ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9"]
 # What this check judges on TE.
@@ -104,9 +105,10 @@ def run_observed_program(te, text: str) -> dict:
     return {"steps": judge_with_reference(text, result, reference)}
 
 
-def run_many(te, texts: List[str], function, jobs: int) -> List[dict]:
-    """Each program in a child forked from this process (TE's import-time globals each time)."""
-    return [te_conformance.run_on_te(te, text, function) for text in texts]
+def run_many(pool, texts: List[str]) -> List[dict]:
+    """The tasks in the pool's workers (te_workers: reused, TE's globals reset and checked after
+    each), results in submission order."""
+    return pool.map(texts)
 
 
 def counts_agree(p: Program) -> bool:
@@ -121,7 +123,7 @@ def differing_verdicts(p: Program) -> List[str]:
 CHUNK = 512  # programs handed to the workers at a time when the run may stop early
 
 
-def run_on_te(te, programs: List[Program], jobs: int, stop_at_disagreement: Optional[str]) -> List[Program]:
+def run_on_te(pool, programs: List[Program], stop_at_disagreement: Optional[str]) -> List[Program]:
     """Runs the programs on TE (their te_steps). With `stop_at_disagreement` (a semantics), stops
     after the chunk holding the first program whose TE result differs from the model's, and
     returns the programs up to that one: the shortest such program, since they come shortest
@@ -133,7 +135,7 @@ def run_on_te(te, programs: List[Program], jobs: int, stop_at_disagreement: Opti
         reference_of = {p.text: reference_text(p.text) for p in chunk}
         wanted = sorted({r for r in reference_of.values() if r not in references})
         tasks = ["program " + p.text for p in chunk] + ["reference " + r for r in wanted]
-        results = run_many(te, tasks, run_task, jobs)
+        results = run_many(pool, tasks)
         references.update(zip(wanted, results[len(chunk):]))
         for p, result in zip(chunk, results):
             p.te_steps = judge_with_reference(p.text, result, references[reference_of[p.text]])
@@ -248,6 +250,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--semantics", choices=["upstream", "pr3213"], help="also compare each program with the model")
     parser.add_argument("--jobs", type=int, default=0, help="worker processes (default: the cores)")
+    parser.add_argument("--timeout", type=float, default=te_workers.DEFAULT_TIMEOUT,
+                        help="seconds a program may run on TE before it counts as a harness failure")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--data-inputs", action="store_true", help="the search's alphabet includes `data`")
     parser.add_argument("--first-disagreement", action="store_true",
@@ -265,12 +269,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         te = te_conformance.load_te(args.te_source)
         programs = search_programs(args.explorer, args.depth, args.search_semantics, args.data_inputs)
-        programs = run_on_te(te, programs, args.jobs, args.semantics if args.first_disagreement else None)
+        with te_workers.Workers(te, jobs=args.jobs or None, timeout=args.timeout, function=run_task) as pool:
+            programs = run_on_te(pool, programs, args.semantics if args.first_disagreement else None)
         count_disagreements: List[Program] = []
         verdict_disagreements: Dict[str, List[Program]] = {i: [] for i in JUDGED_ON_TE}
         shrunk: Dict[int, str] = {}
         if args.semantics:
-            checker = te_conformance.Checker(te, args.explorer, args.semantics)
+            checker = te_conformance.Checker(te, args.explorer, args.semantics, args.jobs or None, args.timeout)
             for p in programs:
                 if not counts_agree(p):
                     count_disagreements.append(p)

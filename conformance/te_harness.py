@@ -15,14 +15,12 @@ import torch
 import scenario
 from scenario import Block, Simple
 from te_loader import TE, cuda_reported_available
-from te_stubs import CudaOnCpu, StubCalled
-
-WIDTH = 4  # activations are (2, WIDTH): the numbers never matter, only TE's state
+from te_stubs import ROWS, WIDTH, CudaOnCpu, StubCalled, StubFailed  # activations are (ROWS, WIDTH)
 
 
 # Failures of the harness, never results of TE: they end the run instead of counting as an
 # exception the program raised (a missing import means a stub is missing).
-HARNESS_FAILURES = (StubCalled, ImportError, NameError)
+HARNESS_FAILURES = (StubCalled, StubFailed, ImportError, NameError)
 
 
 class UserError(Exception):
@@ -248,7 +246,7 @@ class Run:
             return self.tip.sum()
 
     def _leaf(self) -> torch.Tensor:
-        return torch.ones(2, WIDTH, requires_grad=True)
+        return torch.ones(ROWS, WIDTH, requires_grad=True)  # the numbers never matter, only TE's state
 
     def _close(self) -> None:
         """A save or a backward without retain: what follows records a new graph."""

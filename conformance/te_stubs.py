@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import inspect
 import sys
 import textwrap
@@ -20,6 +21,9 @@ import types
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+# The harness's Linear(WIDTH, WIDTH) runs on activations of (ROWS, WIDTH) (te_harness).
+ROWS, WIDTH = 2, 4
 
 # name -> why replacing it is safe. Printed by `te_conformance.py --list-stubs` and by
 # docs/conformance.md.
@@ -60,16 +64,51 @@ STUBS = {
         "each runs inside CudaOnCpu, since torch clears function modes for the backward pass; "
         "the functions themselves are TE's, called with the same arguments",
     "linear._linear_forward_impl / _linear_setup_ctx / _linear_backward_impl (or _linear_backward)":
-        "an fp32 matmul that saves its input through ctx.save_for_backward (one saved tensor per "
-        "node: docs/scenarios.md), and its gradients: "
-        "the GEMMs and casts of te.Linear; _Linear.forward/backward themselves (the claim, "
+        "an fp32 matmul that saves its input (2, 4) and its weight (4, 4) in TE's slots for them, "
+        "through TE's prepare_for_saving and ctx.save_for_backward (two saved tensors per node: "
+        "docs/scenarios.md), and its gradients from the tensors TE's restore_from_func_ctx gives "
+        "back, refusing a missing one or one of the wrong shape as the real GEMM would: the GEMMs "
+        "and casts of te.Linear; _Linear.forward/backward themselves (the claim, "
         "ctx.backward_objects, the unpack of saved tensors, the backward update) run as they are",
+    "every stub above (wrapped)":
+        "an exception escaping a stub's own code stops the run as StubFailed, a failure of the "
+        "harness, so a bug in a stub never passes for an exception of TE's; what the stubbed "
+        "GEMM refuses of TE's operands, and what the TE and torch code a stub calls raises, stay "
+        "the program's",
 }
 
 
 class StubCalled(BaseException):
     """A function of TE's C++ extension that the harness does not stand in for was called (a
     BaseException: no `except Exception` of TE or of a program may take it for a result)."""
+
+
+class StubFailed(BaseException):
+    """A stub's own code raised: a bug of the harness, never an exception of TE's (a
+    BaseException for the same reason as StubCalled)."""
+
+
+def stub(name: str, function):
+    """`function` as the stub `name`: an exception escaping its own code becomes a StubFailed,
+    except one it raised on purpose as TE's (_refused)."""
+
+    @functools.wraps(function)
+    def stubbed(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except Exception as e:
+            if getattr(e, "refused_operands_of_te", False):
+                raise
+            raise StubFailed(f"the stub {name} raised {type(e).__name__}: {e}") from e
+
+    return stubbed
+
+
+def _refused(error: Exception) -> Exception:
+    """Marks what a stubbed kernel raises when TE hands it operands the real kernel would
+    refuse: the program's exception (TE's doing), not the stub's failure."""
+    error.refused_operands_of_te = True
+    return error
 
 
 _opaque_numbers: dict = {}
@@ -156,7 +195,8 @@ def make_tex_module() -> types.ModuleType:
     tex.DType = TexDType
     tex.FP8FwdTensors = TexFP8FwdTensors
     tex.FP8BwdTensors = TexFP8BwdTensors
-    tex.fused_amax_and_scale_update_after_reduction = _fused_amax_and_scale_update
+    tex.fused_amax_and_scale_update_after_reduction = stub(
+        "fused_amax_and_scale_update_after_reduction", _fused_amax_and_scale_update)
     return tex
 
 
@@ -187,20 +227,26 @@ def make_opaque_module(name: str) -> types.ModuleType:
 
 
 def install_runtime_stubs(te) -> None:
-    """The entries of STUBS that replace functions inside TE's loaded modules."""
-    te.quantization.get_device_compute_capability = lambda: (9, 0)
-    torch.cuda.is_current_stream_capturing = lambda: False
-    te.distributed._get_cuda_rng_state = lambda device="cuda", clone=False, graph_safe=True: torch.get_rng_state()
-    te.distributed._set_cuda_rng_state = lambda new_state, device=-1, graph_safe=True: None
+    """The entries of STUBS that replace functions inside TE's loaded modules, each wrapped by
+    stub(): an exception of its own is the harness's failure, never TE's."""
+    te.quantization.get_device_compute_capability = stub("get_device_compute_capability", lambda: (9, 0))
+    torch.cuda.is_current_stream_capturing = stub("torch.cuda.is_current_stream_capturing", lambda: False)
+    te.distributed._get_cuda_rng_state = stub(
+        "_get_cuda_rng_state", lambda device="cuda", clone=False, graph_safe=True: torch.get_rng_state())
+    te.distributed._set_cuda_rng_state = stub("_set_cuda_rng_state", lambda new_state, device=-1, graph_safe=True: None)
     module = sys.modules["transformer_engine.pytorch.module"]
-    te.distributed.get_te_classes = lambda: (module.LayerNorm, module.RMSNorm, te.base.TransformerEngineBaseModule)
+    te.distributed.get_te_classes = stub(
+        "get_te_classes", lambda: (module.LayerNorm, module.RMSNorm, te.base.TransformerEngineBaseModule))
     # The three helpers _Linear calls, by the names and shapes the loaded version uses (TE 2.20
     # returns 4 values from the forward helper and names the backward one _linear_backward_impl,
-    # the PR #3213 head 5 values and _linear_backward).
+    # the PR #3213 head 5 values and _linear_backward). They are looked up in this module at
+    # each call, so a test can replace one.
     forward_values = _unpacked_from(te.linear._Linear.forward, "_linear_forward_impl")
-    te.linear._linear_forward_impl = lambda fwd_args: _linear_forward_impl(fwd_args, forward_values)
-    te.linear._linear_setup_ctx = _linear_setup_ctx
-    setattr(te.linear, _called_from(te.linear._Linear.backward, "_linear_backward"), _linear_backward_impl)
+    te.linear._linear_forward_impl = stub(
+        "_linear_forward_impl", lambda fwd_args: _linear_forward_impl(fwd_args, forward_values))
+    te.linear._linear_setup_ctx = stub("_linear_setup_ctx", lambda *args: _linear_setup_ctx(*args))
+    backward_name = _called_from(te.linear._Linear.backward, "_linear_backward")
+    setattr(te.linear, backward_name, stub(backward_name, lambda bwd_args: _linear_backward_impl(bwd_args)))
     for function in (te.linear._Linear, te.distributed._CheckpointFunction):
         function.backward = staticmethod(_inside_cuda_on_cpu(function.backward))
 
@@ -209,16 +255,32 @@ class CudaOnCpu(TorchFunctionMode):
     """Runs TE's CUDA-placed tensors on the CPU (STUBS: device='cuda' and Tensor.is_cuda)."""
 
     def __torch_function__(self, func, types_, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if getattr(func, "__self__", None) is torch._C.TensorBase.is_cuda:
+        placed = _on_cpu(func, kwargs or {})
+        if placed is _IS_CUDA:
             return True
-        device = kwargs.get("device")
-        if device is not None and torch.device(device).type == "cuda":
-            kwargs = dict(kwargs, device="cpu")
-        return func(*args, **kwargs)
+        return func(*args, **placed)  # torch's own operation, called by TE: its exceptions are TE's
+
+
+_IS_CUDA = object()
+
+
+def _place_on_cpu(func, kwargs: dict):
+    """The stub's part of CudaOnCpu: is_cuda reads True, device='cuda' becomes the CPU."""
+    if getattr(func, "__self__", None) is torch._C.TensorBase.is_cuda:
+        return _IS_CUDA
+    device = kwargs.get("device")
+    if device is not None and torch.device(device).type == "cuda":
+        return dict(kwargs, device="cpu")
+    return kwargs
+
+
+_on_cpu = stub("CudaOnCpu", _place_on_cpu)
 
 
 def _inside_cuda_on_cpu(backward):
+    """TE's backward, called unchanged inside CudaOnCpu: its exceptions are TE's."""
+
+    @functools.wraps(backward)
     def wrapped(*args, **kwargs):
         with CudaOnCpu():
             return backward(*args, **kwargs)
@@ -229,8 +291,12 @@ def _inside_cuda_on_cpu(backward):
 # ---- te.Linear's GEMMs ------------------------------------------------------------------------
 # _Linear.forward calls _linear_forward_impl, then _linear_setup_ctx for what to save, then saves
 # it with ctx.save_for_backward (through prepare_for_saving, TE's own); _Linear.backward restores
-# it through the saved-tensor hooks and calls _linear_backward_impl. One tensor is saved per
-# node, the input: the model's one saved-tensor slot per node (docs/scenarios.md).
+# it through the saved-tensor hooks and restore_from_func_ctx, TE's LinearBwdArgs.
+# setup_saved_tensors puts it in its fields, and it calls _linear_backward_impl. Two tensors are
+# saved per node, as TE's helper saves them: the input (2, 4) and the weight (4, 4), in TE's
+# slots for them; the backward takes them from the fields TE restored them into, and refuses,
+# as the real GEMM would, a missing one or one of the wrong shape (so a restore that pairs
+# them wrongly shows as the program's exception).
 
 def _function_ast(function) -> ast.FunctionDef:
     return ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
@@ -261,12 +327,24 @@ def _called_from(function, prefix: str) -> str:
 GEMM_OBSERVER = None
 
 
+def _operand(what: str, tensor, shape) -> torch.Tensor:
+    """`tensor`, if the real GEMM would take it as `what`: else what that kernel raises, as
+    TE's (a TypeError for no tensor, as pybind11 refuses it; a RuntimeError for a wrong
+    shape, as the kernel's own check)."""
+    if not isinstance(tensor, torch.Tensor):
+        raise _refused(TypeError(f"the GEMM got {type(tensor).__name__} for {what}, not a tensor"))
+    if tuple(tensor.shape) != tuple(shape):
+        raise _refused(RuntimeError(f"the GEMM got {what} of shape {tuple(tensor.shape)}, not {tuple(shape)}"))
+    return tensor
+
+
 def _linear_forward_impl(fwd_args, values: int):
     """(out, weight workspace, tensors to save, [..,] ctx attributes): what _Linear.forward
     unpacks; the values it does not use here are None."""
     if GEMM_OBSERVER is not None:
         GEMM_OBSERVER(fwd_args.weight.data_ptr(), bool(fwd_args.fp8), True)
-    out = fwd_args.inp @ fwd_args.weight.t()
+    weight = _operand("the weight", fwd_args.weight, (WIDTH, WIDTH))
+    out = _operand("the input", fwd_args.inp, (ROWS, WIDTH)) @ weight.t()
     result = [None] * values
     result[0], result[2], result[-1] = out, (), {}
     return tuple(result)
@@ -276,17 +354,18 @@ def _linear_setup_ctx(bwd_args, fwd_args, fwd_outputs, ctx_attrs, tensors_to_sav
     bwd_args.fp8 = fwd_args.fp8
     bwd_args.requires_dgrad = fwd_args.input_requires_grad
     bwd_args.requires_wgrad = fwd_args.weight_requires_grad
-    # The GEMM operand for dgrad, held outside the saved tensors (a field the stubbed backward
-    # alone reads; LinearBwdArgs has __slots__).
-    bwd_args.origin_weight_ref = fwd_args.weight.detach()
-    return (fwd_args.inp, None, None, None)
+    # TE's slots (input, weight workspace, weight, bias), as its helper fills them without FP8
+    # weights: the input and the weight, two shapes.
+    return (fwd_args.inp, None, fwd_args.weight, None)
 
 
 def _linear_backward_impl(bwd_args):
-    if GEMM_OBSERVER is not None:
-        GEMM_OBSERVER(bwd_args.origin_weight_ref.data_ptr(), bool(bwd_args.fp8), False)
     grad_output = bwd_args.grad_output
-    inputmat = bwd_args.inputmat
-    wgrad = grad_output.t() @ inputmat if bwd_args.requires_wgrad else None
-    dgrad = grad_output @ bwd_args.origin_weight_ref if bwd_args.requires_dgrad else None
+    inputmat = _operand("the input", bwd_args.inputmat, (ROWS, WIDTH)) if bwd_args.requires_wgrad else None
+    weight = _operand("the weight", bwd_args.saved_weight, (WIDTH, WIDTH)) if bwd_args.requires_dgrad else None
+    if GEMM_OBSERVER is not None and isinstance(bwd_args.saved_weight, torch.Tensor):
+        # The saved weight shares the module's storage (a recompute saves it detached).
+        GEMM_OBSERVER(bwd_args.saved_weight.data_ptr(), bool(bwd_args.fp8), False)
+    wgrad = grad_output.t() @ inputmat if inputmat is not None else None
+    dgrad = grad_output @ weight if weight is not None else None
     return (wgrad, dgrad, None)

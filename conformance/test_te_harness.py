@@ -9,6 +9,7 @@ rows 1-7), not outputs of this harness.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import unittest
 from pathlib import Path
@@ -57,7 +58,8 @@ def claim_without_re_arm(te):
 
 
 class Patched:
-    """Replaces one attribute for the programs run inside the block (forks inherit it)."""
+    """Replaces one attribute for the programs run inside the block (the workers forked there
+    inherit it)."""
 
     def __init__(self, owner, name, value):
         self.owner, self.name, self.value = owner, name, value
@@ -92,10 +94,12 @@ class BrokenPiecesAreSeen(unittest.TestCase):
 
     def test_the_comparison_reports_a_minimal_disagreement(self):
         te = loaded_te()
-        checker = te_conformance.Checker(te, os.environ["EXPLORER"], "upstream")
         text = (CATALOGUE / "05-reentrant-single-3-layers.scn").read_text()
-        self.assertFalse(checker.disagrees(text))
-        with Patched(te.linear, "_check_fp8_reduce_and_update", claim_without_re_arm(te)):
+        with te_conformance.Checker(te, os.environ["EXPLORER"], "upstream") as checker:
+            self.assertFalse(checker.disagrees(text))
+        # The checker's workers are forked at its first use: this one's after the patch.
+        with Patched(te.linear, "_check_fp8_reduce_and_update", claim_without_re_arm(te)), \
+                te_conformance.Checker(te, os.environ["EXPLORER"], "upstream") as checker:
             self.assertTrue(checker.disagrees(text))
             minimal = te_conformance.shrink(checker, text)
             self.assertTrue(checker.disagrees(minimal))
@@ -112,12 +116,59 @@ class BrokenPiecesAreSeen(unittest.TestCase):
         self.assertNotEqual(broken["02-nonreentrant-single.scn"], SEED["02-nonreentrant-single.scn"])
         self.assertNotEqual(broken["03-nonreentrant-per-layer.scn"], SEED["03-nonreentrant-per-layer.scn"])
 
+    def test_a_restore_that_pairs_the_saved_tensors_wrongly_is_the_programs_exception(self):
+        te = loaded_te()
+
+        def swapped(bwd_args, ctx):  # TE's unpack with the input's and the weight's slots swapped
+            (bwd_args.saved_weight, bwd_args.weight_fp8, bwd_args.inputmat,
+             bwd_args.bias) = te.linear.restore_from_func_ctx(ctx)
+
+        text = (CATALOGUE / "01-no-checkpoint.scn").read_text()
+        with Patched(te.linear.LinearBwdArgs, "setup_saved_tensors", swapped):
+            (step,) = te_conformance.run_on_te(te, text)["steps"]
+        self.assertEqual([r["kind"] for r in step["raised"]], ["RuntimeError"])
+        self.assertIn("shape (4, 4), not (2, 4)", step["raised"][0]["message"])
+
+    def test_a_stub_that_raises_stops_the_run(self):
+        def failing(bwd_args):
+            raise ValueError("a bug in the stub")
+
+        te = loaded_te()
+        with Patched(te_stubs, "_linear_backward_impl", failing):
+            with self.assertRaises(te_conformance.HarnessFailure) as caught:
+                te_conformance.run_on_te(te, (CATALOGUE / "01-no-checkpoint.scn").read_text())
+        self.assertIn("StubFailed: the stub _linear_backward", str(caught.exception))
+        self.assertIn("ValueError: a bug in the stub", str(caught.exception))
+
     def test_a_missing_stub_stops_the_run(self):
         te = loaded_te()
         with Patched(sys.modules["transformer_engine_torch"], "fused_amax_and_scale_update_after_reduction",
                      te_stubs._Opaque("transformer_engine_torch.fused_amax_and_scale_update_after_reduction")):
             with self.assertRaises(te_conformance.HarnessFailure):
                 te_conformance.run_on_te(te, (CATALOGUE / "01-no-checkpoint.scn").read_text())
+
+
+class Report(unittest.TestCase):
+    def test_each_agreement_figure_has_the_share_that_made_a_backward_update(self):
+        # main() loads TE itself: run it in a child, as the script does.
+        files = [str(CATALOGUE / name) for name in ("01-no-checkpoint.scn", "20-nonreentrant-forward-exception.scn")]
+        command = [sys.executable, str(HERE / "te_conformance.py"), "--te-source", os.environ["TE_SOURCE"],
+                   "--explorer", os.environ["EXPLORER"], "--jobs", "1"]
+        done = subprocess.run(command + [arg for f in files for arg in ("--scenario", f)],
+                              capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("given: 2/2 agree, 50 % made a backward update on TE\n", done.stdout)
+        self.assertRegex(done.stdout, r"all: 2/2 agree, 50 % made a backward update on TE \(\d+ s\)")
+
+
+class Layouts(unittest.TestCase):
+    def test_a_brace_on_the_line_after_its_header_agrees_with_the_model(self):
+        text = ("autocast on\n{\n  try\n\n  # the body\n  {\n    linear L0\n    no_grad\n    { linear L1 }\n  }\n}\n"
+                "backward\n")
+        with te_conformance.Checker(loaded_te(), os.environ["EXPLORER"], "upstream") as checker:
+            te_result, model_result = checker.results(text)
+        self.assertEqual(te_conformance.comparable(te_result), te_conformance.comparable(model_result))
+        self.assertEqual(te_conformance.comparable(te_result), [(1, 1, ())])
 
 
 if __name__ == "__main__":

@@ -7,16 +7,20 @@
 #
 #   scripts/te-conformance.sh [--te-version V | --te-source DIR] [--semantics upstream|pr3213]
 #                             [--random N] [--seed S] [--length L] [--scenario FILE]...
+#                             [--jobs J] [--timeout T]
 #   scripts/te-conformance.sh --self-test [--te-version V | --te-source DIR]
 #
 # --te-version V   TE's sources from the `transformer-engine` wheel V on PyPI (default: the
 #                  version pinned below, whose state code is the `upstream` semantics)
 # --te-source DIR  TE's sources from DIR, a checkout holding transformer_engine/ (a branch,
 #                  the PR #3213 head for --semantics pr3213)
-# --self-test      the harness's own tests instead (conformance/test_te_harness.py): it gives
-#                  the seed's GPU counts, and a broken piece (the re-arm, the saved tensors, a
-#                  stub) shows
+# --self-test      the harness's own tests instead (conformance/test_*.py): it gives the
+#                  seed's GPU counts, a broken piece (the re-arm, the saved tensors, a stub)
+#                  shows, and a reused worker gives what a fresh process gives, state left
+#                  behind and hangs being caught
 # --scenario FILE  compare only this scenario file (repeatable)
+# --jobs J         programs run at once (default: the number of cores)
+# --timeout T      seconds a program may run on TE before it counts as a harness failure (60)
 # The rest go to conformance/te_conformance.py (default: upstream, 1000 programs, seed 1).
 #
 # Everything it installs goes under build/: a virtual environment build/te-venv (torch and
@@ -39,7 +43,7 @@ while [ $# -gt 0 ]; do
     --te-source) te_source="$(absolute "${2:?--te-source needs a directory}")"; shift 2 ;;
     --scenario) passed+=("$1" "$(absolute "${2:?--scenario needs a file}")"); shift 2 ;;
     --self-test) self_test=1; shift ;;
-    --semantics|--random|--seed|--length) passed+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+    --semantics|--random|--seed|--length|--jobs|--timeout) passed+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "te-conformance.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
