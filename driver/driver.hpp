@@ -69,9 +69,13 @@ struct TapeMark {
 template <class S>
 struct CheckpointCall {
   bool plain = false;         // run as a plain call (Machine::checkpoint_call_is_plain): no events
+  bool without_arf = false;   // reentrant, its forward without ARF (Machine::reentrant_forward_skips_arf):
+                              // its function under no-grad and nothing else
   bool reentrant = true;
-  bool grad_at_call = false;  // reentrant: a node is recorded only if grad was on
-  typename S::Id capture = statemachine::kNone<S>;  // none for a plain call
+  bool records_node = false;  // reentrant: torch records its node only if grad was on at the call
+                              // and its input requires grad
+  bool input_requires_grad = true;
+  typename S::Id capture = statemachine::kNone<S>;  // none for a plain call or one without ARF
   typename S::Id frame = statemachine::kNone<S>;  // non-reentrant: its frame
 };
 
@@ -172,16 +176,27 @@ class Driver {
 
   // A checkpoint's call. CKR_FWD: the autograd Function's forward runs with grad off. NR_FWD:
   // fp8 is read before the body, which keeps the caller's grad mode; the frame's saved-tensor
-  // hook is the innermost until its end. A plain call (spec §3.5 "Dispatch") fires nothing.
-  Done checkpoint_begin(bool reentrant, Call& call) {
+  // hook is the innermost until its end. A plain call (spec §3.5 "Dispatch") fires nothing; a
+  // reentrant one without ARF (upstream, on an input that does not require grad) only its
+  // grad mode. `input_requires_grad`: whether the checkpoint's input requires grad (the
+  // scenario language's `data` makes one that does not; the runtime's callers always pass
+  // inputs that do, so they leave it true).
+  Done checkpoint_begin(bool reentrant, Call& call, bool input_requires_grad = true) {
     call = Call{};
     call.reentrant = reentrant;
+    call.input_requires_grad = input_requires_grad;
     call.capture = kNone;
     if ((call.plain = machine_->checkpoint_call_is_plain())) return Done::Normally;  // no capture, no frame
+    if (reentrant) {
+      // torch's autograd.Function records no node when no input requires grad.
+      call.records_node = machine_->grad_enabled() && input_requires_grad;
+      if ((call.without_arf = machine_->reentrant_forward_skips_arf(input_requires_grad))) {
+        return fire(spec::GradPush{false, true});  // no capture, no node
+      }
+    }
     call.capture = state_->next_capture;
     state_->next_capture = statemachine::to_id<S>(state_->next_capture + 1u);
     if (reentrant) {
-      call.grad_at_call = machine_->grad_enabled();
       if (fire(spec::GradPush{false, true}) == Done::Raising) return Done::Raising;
       const Done entered = leaving_on_raise([&] { return fire(spec::CheckpointForwardEnter{call.capture, true}); },
                                             [&] { (void)fire(spec::GradPop{}); });
@@ -204,11 +219,12 @@ class Driver {
   // `node_payload` is what the reentrant checkpoint's node keeps.
   Done checkpoint_end(const Call& call, bool exceptional, Body body, Payload node_payload = {}) {
     if (call.plain) return Done::Normally;
+    if (call.without_arf) return fire(spec::GradPop{});
     if (call.reentrant) {
       if (fire(spec::CheckpointForwardExit{exceptional}) == Done::Raising) return Done::Raising;
       if (fire(spec::GradPop{}) == Done::Raising) return Done::Raising;
       observer_->checkpoint_forward_end(call.capture, exceptional);
-      if (exceptional || !call.grad_at_call) return release_checkpoint(call.capture);  // no node
+      if (exceptional || !call.records_node) return release_checkpoint(call.capture);  // no node
       Record record;
       record.body = std::move(body);
       record.capture = call.capture;
@@ -268,6 +284,14 @@ class Driver {
     Nodes abandoned = std::move(state_->step_graph.nodes);
     state_->step_graph.nodes.clear();
     return abandon_nodes(abandoned);
+  }
+  // The chain restarts from a fresh input (the scenario language's `data`): the graph recorded
+  // so far is never backpropagated, as if a `try` around it had caught, and the next forward
+  // records a new one (a `try` open around this statement then drops the whole new graph).
+  Done restart_graph() {
+    Nodes dropped = std::move(state_->step_graph.nodes);
+    new_step_graph();
+    return abandon_nodes(dropped);
   }
   // Closes the graph recorded so far under `tape` (the tape saved before under that name is
   // dropped); the next forward records a new graph.

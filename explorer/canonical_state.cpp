@@ -353,8 +353,11 @@ Out write_model(const Model& m, bool canonical_ids, bool step_results, Out out) 
   out.u8(m.scopes.size());
   for (const auto& scope : m.scopes) {
     const bool checkpoint = spec::is_checkpoint(scope.op);
-    const Id fields[] = {static_cast<Id>(scope.op), checkpoint ? scope.call.capture : kNone,
-                         static_cast<Id>(scope.call.grad_at_call), scope.call.frame,
+    const auto& call = scope.call;
+    const unsigned flags = static_cast<unsigned>(call.records_node) | (static_cast<unsigned>(call.plain) << 1) |
+                           (static_cast<unsigned>(call.without_arf) << 2) |
+                           (static_cast<unsigned>(call.input_requires_grad) << 3);
+    const Id fields[] = {static_cast<Id>(scope.op), checkpoint ? call.capture : kNone, static_cast<Id>(flags), call.frame,
                          scope.op == spec::Op::Try ? generation_rank(scope.mark.generation, shift) : kNone,
                          scope.mark.size};
     out.fixed<sizeof fields>(fields);

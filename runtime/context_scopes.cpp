@@ -134,8 +134,9 @@ Tensor Context::run_checkpoint(CheckpointMode mode, const GraphFunction& functio
   const std::size_t scope_depth = scopes_.size();  // the checkpoint's own scope is the innermost
   for (const Tensor& input : inputs) require_operand(input, "checkpoint: an input");
   const bool reentrant = mode == CheckpointMode::Reentrant;
-  const bool grad_at_call = machine_->grad_enabled();
   driver::CheckpointCall<statemachine::GrowableStorage> call;
+  // The runtime's tensors carry no requires_grad: every input counts as one that requires grad
+  // (the driver's default), as a module's output and a training step's input do in TE.
   completes(driver_->checkpoint_begin(reentrant, call));
   if (call.plain) return run_function(function, inputs, scope_depth);  // spec §3.5 "Dispatch": no checkpoint at all
   const TensorId node_output = reentrant ? new_tensor() : 0;
@@ -157,7 +158,7 @@ Tensor Context::run_checkpoint(CheckpointMode mode, const GraphFunction& functio
   for (const Tensor& input : inputs) read.push_back(&input);
   connect(*node, read, output.value, node_output);
   completes(driver_->checkpoint_end(call, false, std::move(body), std::move(node)));
-  if (grad_at_call) recorded_output_ = node_output;  // the driver recorded the node
+  if (call.records_node) recorded_output_ = node_output;  // the driver recorded the node
   return tensor(std::move(output.value), node_output);
 }
 

@@ -196,6 +196,15 @@ bool BasicMachine<S>::checkpoint_call_is_plain() const {
   return semantics() == spec::Semantics::Upstream && !grad_enabled();
 }
 
+// upstream only: TE 2.20.2's `_CheckpointFunction.forward` enters its
+// activation_recompute_forward only `if any(ctx.needs_input_grad)` (else a nullcontext, so a
+// nested checkpoint inherits an enclosing recompute phase); the PR head (pr3213) enters it
+// always, and so does fp8sm, whose capture is then never recomputed and is released at once.
+template <class S>
+bool BasicMachine<S>::reentrant_forward_skips_arf(bool input_requires_grad) const {
+  return semantics() == spec::Semantics::Upstream && !input_requires_grad;
+}
+
 template <class S>
 std::string BasicMachine<S>::snapshot() const {
   Encoder encoder;

@@ -68,6 +68,10 @@ class BasicMachine {
   // Whether a checkpoint called now runs its function as a plain call: no ARF, no capture, no
   // frame, no node (spec §3.5 "Dispatch": TE 2.20.2's `checkpoint()` with grad disabled).
   bool checkpoint_call_is_plain() const;
+  // Whether a reentrant checkpoint that is no plain call, on an input that requires grad or
+  // not (`input_requires_grad`), runs its forward without its ARF: no capture, no FIFO entry,
+  // only its function under no-grad (spec §3.5 "Dispatch": TE 2.20.2's `any(needs_input_grad)`).
+  bool reentrant_forward_skips_arf(bool input_requires_grad) const;
   int autocast_depth() const { return static_cast<int>(state_->data.autocasts.size()); }
   const MachineData<S>& data() const { return state_->data; }
   ModuleFlags module(ModuleId m) const { return state_->data.module_flags(m); }

@@ -208,6 +208,21 @@ TEST(CheckpointEdges, RecomputeExitRestoresCallerUnderPr3213) {
   }
 }
 
+// Spec §3.5 "Dispatch": TE 2.20.2's checkpoint() is a plain call with grad off, and its
+// _CheckpointFunction.forward enters no ARF when no input needs grad; the PR head predates
+// both, and fp8sm keeps its own checkpoint bookkeeping.
+TEST(CheckpointEdges, DispatchFollowsGradAndTheInputUnderUpstreamOnly) {
+  for (Semantics s : kAllSemantics) {
+    const bool upstream = s == Semantics::Upstream;
+    Machine machine(s);
+    EXPECT_FALSE(machine.checkpoint_call_is_plain()) << name(s);
+    EXPECT_FALSE(machine.reentrant_forward_skips_arf(true)) << name(s);
+    EXPECT_EQ(machine.reentrant_forward_skips_arf(false), upstream) << name(s);
+    machine.fire(GradPush{false});
+    EXPECT_EQ(machine.checkpoint_call_is_plain(), upstream) << name(s);
+  }
+}
+
 // Stash / pop / restore: the original forward stashes, the recompute pops then restores.
 TEST(ModuleEdges, StashPopRestore) {
   Recorder hooks;
