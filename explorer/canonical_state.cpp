@@ -351,18 +351,23 @@ Out write_model(const Model& m, bool canonical_ids, bool step_results, Out out) 
   const unsigned shift = canonical_ids && unsaved_tape ? 1u : 0u;
   out = write_machine(m.machine, out);
   out.u8(m.scopes.size());
-  for (const auto& scope : m.scopes) {
+  for (std::size_t i = 0; i < m.scopes.size(); ++i) {
+    const auto& scope = m.scopes[i];
     const bool checkpoint = spec::is_checkpoint(scope.op);
+    // A no_grad's or try's: what the chain's flag resumes from at its end (InterpreterState::closed_inside).
+    const bool resumes = scope.op == spec::Op::NoGrad || scope.op == spec::Op::Try;
+    const bool resumed = resumes && (i < m.closed_inside ? m.restart_requires_grad : scope.requires_grad);
     const auto& call = scope.call;
     const unsigned flags = static_cast<unsigned>(call.records_node) | (static_cast<unsigned>(call.plain) << 1) |
                            (static_cast<unsigned>(call.without_arf) << 2) |
-                           (static_cast<unsigned>(call.input_requires_grad) << 3);
+                           (static_cast<unsigned>(call.input_requires_grad) << 3) | (static_cast<unsigned>(resumed) << 4);
     const Id fields[] = {static_cast<Id>(scope.op), checkpoint ? call.capture : kNone, static_cast<Id>(flags), call.frame,
                          scope.op == spec::Op::Try ? generation_rank(scope.mark.generation, shift) : kNone,
                          scope.mark.size};
     out.fixed<sizeof fields>(fields);
     if (checkpoint) out = write_statements(m, scope.body_begin, m.log.size(), out);  // its body so far
   }
+  out.u8(m.requires_grad);
   out.u8(static_cast<unsigned>(m.skip.active) | (static_cast<unsigned>(m.skip.until_step) << 1));
   out.u8(m.skip.depth);
   out = write_graph(d.step_graph, shift, out);
@@ -371,13 +376,14 @@ Out write_model(const Model& m, bool canonical_ids, bool step_results, Out out) 
   out.u8(d.records.size());
   for (const auto& r : d.records) {
     out.u8(r.capture);
-    out.u8(r.fp8);
+    out.u8(static_cast<unsigned>(r.fp8) | (static_cast<unsigned>(r.body.input_requires_grad) << 1));
     out = write_statements(m, r.body.begin, r.body.end, out);
   }
   out.u8(d.frames.size());
   for (const auto& f : d.frames) {
-    const Id fields[] = {f.capture, static_cast<Id>(static_cast<unsigned>(f.fp8) | (static_cast<unsigned>(f.closed) << 1)),
-                         f.live_nodes, f.slots, f.recomputed_count};
+    const unsigned flags = static_cast<unsigned>(f.fp8) | (static_cast<unsigned>(f.closed) << 1) |
+                           (static_cast<unsigned>(f.body.input_requires_grad) << 2);
+    const Id fields[] = {f.capture, static_cast<Id>(flags), f.live_nodes, f.slots, f.recomputed_count};
     out.fixed<sizeof fields>(fields);
     for (std::size_t k = 0; k < f.recomputed_count; ++k) out.u8(d.recomputed_slots[f.recomputed_begin + k].taken);
     out = write_statements(m, f.body.begin, f.body.end, out);

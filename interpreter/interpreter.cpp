@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -161,10 +162,13 @@ driver::Done BasicInterpreter<S>::execute(const LoggedStatement& s, std::size_t 
     case Op::Close:
       return close_scope(at);
     case Op::Linear: {
-      // §3.2: the casts read the live meta; a model node keeps nothing for its backward.
+      // §3.2: the casts read the live meta; a model node keeps nothing for its backward. With
+      // grad on its output requires grad (its weight does).
       bool fp8 = false;
       if (driver_.module_forward_begin(s.name, fp8) == Done::Raising) return Done::Raising;
-      return driver_.module_forward_end(s.name, {});
+      if (driver_.module_forward_end(s.name, {}) == Done::Raising) return Done::Raising;
+      if (machine_.grad_enabled()) state_->requires_grad = true;
+      return Done::Normally;
     }
     case Op::RaiseAlways:
     case Op::RaiseOriginal:
@@ -173,9 +177,15 @@ driver::Done BasicInterpreter<S>::execute(const LoggedStatement& s, std::size_t 
     case Op::RecomputeUncaptured:
       return driver_.recompute_uncaptured();
     case Op::Save:
+      restart_chain(true);
       return driver_.save(s.name);
     case Op::Backward:
+      // The current graph is gone even if its backward fails.
+      if (s.name == spec::kCurrentGraph && !s.retain) restart_chain(true);
       return driver_.backward(s.name, s.retain);
+    case Op::Data:
+      restart_chain(false);
+      return driver_.restart_graph();
     case Op::Step:
       return Done::Normally;  // handled by feed
   }
@@ -190,6 +200,9 @@ driver::Done BasicInterpreter<S>::open_scope(const LoggedStatement& s, std::size
   Scope scope;
   scope.op = s.op;
   scope.body_begin = to_id<S>(at + 1);
+  scope.requires_grad = state_->requires_grad;
+  // A close before this block happened outside it.
+  state_->closed_inside = std::min(state_->closed_inside, to_id<S>(state_->scopes.size()));
   Done entered = Done::Normally;
   switch (s.op) {
     case Op::AutocastOn:
@@ -204,7 +217,7 @@ driver::Done BasicInterpreter<S>::open_scope(const LoggedStatement& s, std::size
       break;
     case Op::CheckpointReentrant:
     case Op::CheckpointNonReentrant:
-      entered = driver_.checkpoint_begin(s.op == Op::CheckpointReentrant, scope.call);
+      entered = driver_.checkpoint_begin(s.op == Op::CheckpointReentrant, scope.call, state_->requires_grad);
       break;
     default:
       return Done::Normally;
@@ -222,7 +235,10 @@ driver::Done BasicInterpreter<S>::close_scope(std::size_t at) {
 }
 
 // Leaving a block, normally or while an exception unwinds through it (Python `with` rules:
-// every exit runs and sees the exception; none swallows it). Its body ends before `body_end`.
+// every exit runs and sees the exception; none swallows it). Its body ends before `body_end`;
+// it was popped from the open blocks. A checkpoint leaves the chain's flag as its body did: a
+// non-reentrant one's output is its body's, a reentrant one's requires grad iff it recorded
+// its node, so (grad on at the call) iff its input did, which its body under no-grad left as is.
 template <class S>
 driver::Done BasicInterpreter<S>::exit_scope(Scope& scope, bool exceptional, std::size_t body_end) {
   switch (scope.op) {
@@ -230,10 +246,12 @@ driver::Done BasicInterpreter<S>::exit_scope(Scope& scope, bool exceptional, std
     case Op::AutocastOff:
       return driver_.autocast_exit();
     case Op::NoGrad:
+      resume_chain(scope, state_->scopes.size());
       return driver_.grad_pop();
     case Op::CheckpointReentrant:
     case Op::CheckpointNonReentrant:
-      return driver_.checkpoint_end(scope.call, exceptional, Body<S>{scope.body_begin, to_id<S>(body_end)});
+      return driver_.checkpoint_end(scope.call, exceptional,
+                                    Body<S>{scope.body_begin, to_id<S>(body_end), scope.call.input_requires_grad});
     default:
       return Done::Normally;
   }
@@ -252,6 +270,7 @@ driver::Done BasicInterpreter<S>::unwind(std::size_t at) {
       // What the try body recorded is never backpropagated (releasing what it held raises
       // nothing in any semantics: the exception caught here is the one that stays caught).
       (void)driver_.discard_since(scope.mark);
+      resume_chain(scope, state_->scopes.size() - 1);
       state_->skip = Skip{true, false, unwound};
       return Done::Normally;
     }
@@ -282,6 +301,25 @@ void BasicInterpreter<S>::end_step() {
   state_->scopes.clear();  // already empty: `step` stands outside every block
   ++state_->step;
   state_->step_started = false;
+  // Each step starts from a fresh input that requires grad.
+  state_->requires_grad = state_->restart_requires_grad = true;
+  state_->closed_inside = 0;
+}
+
+// A close restarts the chain from a fresh input: a leaf that requires grad (save, backward), or
+// a batch of data that does not.
+template <class S>
+void BasicInterpreter<S>::restart_chain(bool requires_grad) {
+  state_->requires_grad = state_->restart_requires_grad = requires_grad;
+  state_->closed_inside = to_id<S>(state_->scopes.size());
+}
+
+// The chain after the no_grad block at `position` among the open blocks, or the try there
+// that caught: its value before the block, or the input of the last close inside the block
+// (docs/scenarios.md, "How the conformance harness runs a scenario").
+template <class S>
+void BasicInterpreter<S>::resume_chain(const Scope& scope, std::size_t position) {
+  state_->requires_grad = position < state_->closed_inside ? state_->restart_requires_grad : scope.requires_grad;
 }
 
 // ---- the driver's host --------------------------------------------------------------------------
@@ -296,10 +334,13 @@ void BasicInterpreter<S>::raise(const spec::AnyEvent* /*event*/, spec::RaisedExc
 template <class S>
 driver::Done BasicInterpreter<S>::run_body(const Body<S>& body) {
   const Id outer_base = state_->base;
+  const bool outer_requires_grad = state_->requires_grad;
   state_->base = to_id<S>(state_->scopes.size());
+  state_->requires_grad = body.input_requires_grad;
   Done done = Done::Normally;
   for (std::size_t at = body.begin; at < body.end && done == Done::Normally; ++at) done = run_statement(at);
   state_->base = outer_base;
+  state_->requires_grad = outer_requires_grad;
   return done;
 }
 

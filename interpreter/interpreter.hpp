@@ -39,11 +39,13 @@ class BasicInterpreter;
 
 // A checkpoint's body: the statements [begin, end) of the interpreter's statement log (every
 // statement fed to it, in order). A slice, not a copy, so that nested checkpoints cost no
-// more than the statements they hold.
+// more than the statements they hold. And its input, of which the model knows one thing:
+// whether it requires grad (a recompute runs on the input the original call had).
 template <class S>
 struct Body {
   typename S::Id begin = 0;
   typename S::Id end = 0;
+  bool input_requires_grad = true;
 };
 
 // The interpreter as the driver's host: a node keeps nothing (there are no tensors), a body is
@@ -95,6 +97,7 @@ struct InterpreterState {
     Id body_begin = 0;            // checkpoints: the first statement of its body in the log
     driver::CheckpointCall<S> call;  // checkpoints
     driver::TapeMark<S> mark;     // try: what its body records is discarded if it catches
+    bool requires_grad = true;    // no_grad, try: the chain's flag at its opening (see resume_chain)
   };
   struct Skip {
     bool active = false;
@@ -113,6 +116,16 @@ struct InterpreterState {
   std::uint32_t step = 0;
   bool step_started = false;
   StepTally current;
+  // Whether the chain's value requires grad (docs/scenarios.md "The graph and backward"),
+  // which a reentrant checkpoint's call reads. Tracked where grad is on: a module run with grad
+  // off leaves it as it was (nothing reads it before grad is on again, and what turns grad on
+  // again sets it: a no_grad block's end, a reentrant checkpoint's, a recompute's).
+  bool requires_grad = true;
+  // The last close (a save, a backward of the current graph without retain, data): whether the
+  // input it restarted the chain from requires grad, and how many blocks were open then. A
+  // no_grad block, or a try that caught, among those resumes from that input at its end.
+  bool restart_requires_grad = true;
+  Id closed_inside = 0;
 };
 
 template <class S>
@@ -153,6 +166,8 @@ class BasicInterpreter : private statemachine::Hooks {
   // Whether the next statement will be skipped (an exception is being carried to a `try`'s
   // close or to the step's end).
   bool skipping() const { return state_->skip.active; }
+  // Whether the chain's value requires grad now.
+  bool chain_requires_grad() const { return state_->requires_grad; }
 
  private:
   friend ModelDriver<S>;
@@ -171,6 +186,8 @@ class BasicInterpreter : private statemachine::Hooks {
   Done close_scope(std::size_t at);
   Done exit_scope(Scope& scope, bool exceptional, std::size_t body_end);
   void skip(const LoggedStatement& s);
+  void restart_chain(bool requires_grad);
+  void resume_chain(const Scope& scope, std::size_t position);
   Done unwind(std::size_t at);
   void end_step();
   bool at_top_level() const { return driver_.recompute_depth() == 0 && state_->scopes.empty(); }

@@ -31,6 +31,8 @@ enum class Op : std::uint8_t {
   Save,                 // name = tape index
   Backward,             // name = tape index or kCurrentGraph; retain
   Step,
+  // Last, so that the codes of the statements before it stay what they were (search paths).
+  Data,                 // the chain restarts from a fresh input that does not require grad
 };
 
 inline constexpr std::uint16_t kCurrentGraph = 0xFFFF;

@@ -42,10 +42,10 @@ ParseError::ParseError(std::string file, SourcePos pos, std::string message)
 
 namespace {
 
-constexpr std::array<std::string_view, 18> kKeywords = {
+constexpr std::array<std::string_view, 19> kKeywords = {
     "autocast", "on",       "off",       "checkpoint", "reentrant", "nonreentrant",
     "no_grad",  "try",      "linear",    "raise",      "always",    "original",
-    "recompute", "recompute_uncaptured", "save", "backward", "retain", "step",
+    "recompute", "recompute_uncaptured", "save", "backward", "retain", "step", "data",
 };
 
 bool is_keyword(std::string_view word) {
@@ -56,7 +56,7 @@ bool is_keyword(std::string_view word) {
 }
 
 const char* const kStatementKeywords =
-    "autocast, checkpoint, no_grad, try, linear, raise, recompute_uncaptured, save, backward, step";
+    "autocast, checkpoint, no_grad, try, linear, raise, recompute_uncaptured, save, backward, step, data";
 
 std::string quoted(std::string_view text) { return fmt::format("'{}'", text); }
 
@@ -361,6 +361,12 @@ std::string Parser::parse_simple_statement(const Token& keyword) {
   if (word == "save") return parse_save(keyword);
   if (word == "backward") return parse_backward(keyword);
   if (word == "step") return parse_step(keyword);
+  if (word == "data") {
+    // It drops the graph recorded so far: inside a checkpoint, a recompute would drop it again.
+    reject_inside_checkpoint(keyword, " (its recompute would drop the graph again)");
+    emit(Op::Data, keyword.pos);
+    return "data";
+  }
   fail(keyword.pos, fmt::format("unknown statement {}; expected one of {}", quoted(word), kStatementKeywords));
 }
 

@@ -61,6 +61,8 @@ std::string print_statement(const Statement& statement, const Program* names) {
     }
     case Op::Step:
       return "step";
+    case Op::Data:
+      return "data";
   }
   throw std::invalid_argument("print_scenario: unknown statement op");
 }

@@ -235,5 +235,137 @@ TEST(Checkpoints, WithGradOffUpstreamCallsTheFunctionPlainly) {
   EXPECT_TRUE(run("checkpoint nonreentrant { recompute_uncaptured }", Semantics::Upstream).at(0).raised.empty());
 }
 
+// ---- data: a chain input that does not require grad --------------------------------------
+// Expectations from TE 2.20.2's code (distributed.py, _CheckpointFunction.forward and
+// checkpoint(); module/linear.py, _Linear.forward's claim) and from the PR head's, as
+// docs/scenarios.md and spec §3.5 "Dispatch" state them; tests/scenarios/edge-*-data*.scn run the
+// same on TE.
+
+struct CheckpointLog : statemachine::Observer {
+  std::vector<std::string> log;
+  void checkpoint_forward_begin(statemachine::CaptureId c) override { log.push_back(fmt::format("fwd{}", c)); }
+  void recompute_begin(statemachine::CaptureId c) override { log.push_back(fmt::format("rc{}", c)); }
+  void checkpoint_dropped(statemachine::CaptureId c) override { log.push_back(fmt::format("drop{}", c)); }
+};
+
+// The FIFO of captured ownership bits after the forward `text` (upstream's, spec §3.4).
+std::size_t fifo_after(const std::string& text, Semantics s, CheckpointLog* log = nullptr) {
+  interpreter::Interpreter interpreter(s, log);
+  interpreter.run(spec::parse_scenario(text));
+  return interpreter.machine().data().fifo.size();
+}
+
+// A reentrant checkpoint on data, grad on: torch records no node, so nothing is recomputed and
+// the body's module makes no backward update. Under upstream the forward ARF is not entered (no
+// capture, no FIFO entry); the PR head and fp8sm capture, and release the capture unused.
+TEST(DataInputs, AReentrantCheckpointOnDataRecordsNoNode) {
+  for (Semantics s : spec::kAllSemantics) {
+    SCOPED_TRACE(spec::name(s));
+    CheckpointLog log;
+    const auto steps = run("autocast on { data; checkpoint reentrant { linear L0 } }; backward", s, &log);
+    ASSERT_TRUE(steps.at(0).raised.empty());
+    EXPECT_EQ(steps[0].forward_updates, 1);
+    EXPECT_EQ(steps[0].backward_updates, 0);
+    const std::vector<std::string> captured_unused = {"fwd0", "drop0"};
+    EXPECT_EQ(log.log, s == Semantics::Upstream ? std::vector<std::string>() : captured_unused);
+  }
+  // The same without data: upstream's recompute updates twice more (spec §4), the others once.
+  const auto upstream = run("autocast on { checkpoint reentrant { linear L0 } }; backward", Semantics::Upstream);
+  EXPECT_EQ(upstream.at(0).forward_updates, 2);
+  EXPECT_EQ(upstream[0].backward_updates, 1);
+  const auto pr3213 = run("autocast on { checkpoint reentrant { linear L0 } }; backward", Semantics::Pr3213);
+  EXPECT_EQ(pr3213.at(0).forward_updates, 1);
+  EXPECT_EQ(pr3213[0].backward_updates, 1);
+  // Upstream: no FIFO entry, where the checkpoint on an input that requires grad leaves one.
+  EXPECT_EQ(fifo_after("autocast on { data; checkpoint reentrant { linear L0 } }", Semantics::Upstream), 0u);
+  EXPECT_EQ(fifo_after("autocast on { checkpoint reentrant { linear L0 } }", Semantics::Upstream), 1u);
+  // So the uncaptured recompute after it finds the FIFO empty (upstream) or is refused (pr3213).
+  const auto uncaptured =
+      run("autocast on { data; checkpoint reentrant { linear L0 } }; recompute_uncaptured", Semantics::Upstream);
+  ASSERT_EQ(uncaptured.at(0).raised.size(), 1u);
+  EXPECT_EQ(uncaptured[0].raised[0].kind, spec::ExceptionKind::IndexError);
+  // The PR head's reentrant forward reserves the bit (spec §3.4) for a node it never records:
+  // the module after it does not own the update.
+  const auto reserved = run("autocast on { data; checkpoint reentrant { linear L0 }; linear L1 }; backward");
+  EXPECT_EQ(reserved.at(0).backward_updates, 0);
+  EXPECT_EQ(run("autocast on { data; checkpoint reentrant { linear L0 }; linear L1 }; backward", Semantics::Upstream)
+                .at(0)
+                .backward_updates,
+            1);
+}
+
+// A Linear on data still records its node and claims (its weight requires grad), and its
+// output requires grad: a reentrant checkpoint after it records its node. A non-reentrant
+// checkpoint on data is as on any input.
+TEST(DataInputs, ALinearOrANonReentrantCheckpointOnDataIsAsOnAnyInput) {
+  for (Semantics s : spec::kAllSemantics) {
+    SCOPED_TRACE(spec::name(s));
+    const auto linear = run("autocast on { data; linear L0; linear L1 }; backward", s);
+    EXPECT_EQ(linear.at(0).backward_updates, 1);
+    const auto nonreentrant = run("autocast on { data; checkpoint nonreentrant { linear L0 } }; backward", s);
+    const auto reference = run("autocast on { checkpoint nonreentrant { linear L0 } }; backward", s);
+    EXPECT_EQ(nonreentrant.at(0).forward_updates, reference.at(0).forward_updates);
+    EXPECT_EQ(nonreentrant[0].backward_updates, reference[0].backward_updates);
+    CheckpointLog log;
+    run("autocast on { data; linear L0; checkpoint reentrant { linear L1 } }; backward", s, &log);
+    EXPECT_EQ(log.log, (std::vector<std::string>{"fwd0", "rc0", "drop0"}));
+  }
+}
+
+// `data` drops the graph as a try that caught drops what it recorded; a backward right after it
+// is an empty pass.
+TEST(DataInputs, DataDropsTheGraphRecordedSoFar) {
+  ExtentLog log;
+  const auto steps = run("autocast on { linear L0; data; linear L1 }; backward", Semantics::Upstream, &log);
+  EXPECT_EQ(log.log, (std::vector<std::string>{"discard0"}));
+  EXPECT_EQ(steps.at(0).backward_updates, 0);  // L0 owned the update, as under a try that caught
+  const auto empty = run("autocast on { linear L0 }; data; backward", Semantics::Upstream);
+  EXPECT_TRUE(empty.at(0).raised.empty());
+  EXPECT_EQ(empty[0].backward_updates, 0);
+  // A try around it, catching, drops what the new graph recorded too.
+  ExtentLog caught;
+  run("autocast on { linear L0; try { data; linear L1; raise always } }; backward", Semantics::Pr3213, &caught);
+  EXPECT_EQ(caught.log, (std::vector<std::string>{"discard0", "discard1"}));
+}
+
+// After a no_grad block, or a try that caught, the chain resumes from what a close inside the
+// block restarted it from (data: an input without grad; backward: a leaf with grad), else from
+// its value before the block; each step starts from an input that requires grad.
+TEST(DataInputs, BlocksResumeTheChainFromTheLastCloseInsideThem) {
+  struct Case {
+    const char* text;
+    bool node;  // the reentrant checkpoint at the end records its node
+  };
+  for (const Case& c : {Case{"no_grad { data }", false}, Case{"try { data; raise always }", false},
+                        Case{"data; no_grad { linear L0 }", false}, Case{"data; try { linear L0 }", true},
+                        Case{"data; try { linear L0; raise always }", false},
+                        Case{"data; try { backward; raise always }", true}, Case{"data; no_grad { backward }", true},
+                        Case{"try { no_grad { data }; backward retain; raise always }", false},
+                        Case{"data; checkpoint nonreentrant { }", false},
+                        Case{"data; checkpoint nonreentrant { linear L0 }", true}, Case{"data; step", true}}) {
+    interpreter::Interpreter interpreter(Semantics::Upstream, nullptr);
+    for (const spec::Statement& statement : spec::parse_scenario(c.text).statements) interpreter.feed(statement);
+    EXPECT_EQ(interpreter.chain_requires_grad(), c.node) << c.text;
+    // Under upstream the checkpoint enters its ARF (a FIFO entry) iff its input requires grad.
+    const std::string text = c.text;
+    EXPECT_EQ(fifo_after(text + "; checkpoint reentrant { }", Semantics::Upstream),
+              fifo_after(text, Semantics::Upstream) + (c.node ? 1u : 0u))
+        << c.text;
+  }
+}
+
+// A recompute runs on the input its checkpoint was called with: the frame called on data
+// recomputes its inner reentrant checkpoint on an input without grad again, which under
+// upstream leaves no FIFO entry (the uncaptured recompute after the backward finds none).
+TEST(DataInputs, ARecomputeRunsOnTheInputOfItsCall) {
+  const std::string forward = "autocast on { checkpoint nonreentrant { checkpoint reentrant { linear L0 }; linear L1 } }";
+  const auto on_data = run("data; " + forward + "; backward; recompute_uncaptured", Semantics::Upstream);
+  ASSERT_EQ(on_data.at(0).raised.size(), 1u);
+  EXPECT_EQ(on_data[0].raised[0].kind, spec::ExceptionKind::IndexError);
+  EXPECT_EQ(on_data[0].forward_updates, 2);
+  EXPECT_EQ(on_data[0].backward_updates, 1);
+  EXPECT_TRUE(run(forward + "; backward; recompute_uncaptured", Semantics::Upstream).at(0).raised.empty());
+}
+
 }  // namespace
 }  // namespace fp8sm

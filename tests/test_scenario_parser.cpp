@@ -78,7 +78,7 @@ TEST(ScenarioOps, OpensBlockAndIsCheckpoint) {
     EXPECT_TRUE(opens_block(op));
   }
   for (Op op : {Op::Close, Op::Linear, Op::RaiseAlways, Op::RaiseOriginal, Op::RaiseRecompute,
-                Op::RecomputeUncaptured, Op::Save, Op::Backward, Op::Step}) {
+                Op::RecomputeUncaptured, Op::Save, Op::Backward, Op::Step, Op::Data}) {
     EXPECT_FALSE(opens_block(op));
     EXPECT_FALSE(is_checkpoint(op));
   }
@@ -172,6 +172,7 @@ TEST(ScenarioParser, EveryStatementKind) {
       {"save T; save U; backward U", Op::Backward, 1, false},
       {"save T; backward T retain", Op::Backward, 0, true},
       {"step", Op::Step, 0, false},
+      {"data", Op::Data, 0, false},
   };
   for (const StatementCase& c : cases) {
     SCOPED_TRACE(c.text);
@@ -269,6 +270,7 @@ constexpr std::string_view kVaried =
     "    recompute_uncaptured\n"
     "  }\n"
     "  save mb0\n"
+    "  data\n"
     "  autocast off {\n"
     "    linear head\n"
     "    raise always\n"
@@ -326,7 +328,7 @@ TEST(ScenarioErrors, WhatIsOneLineWithFileAndPosition) {
     EXPECT_EQ(std::string(error.what()),
               "scenarios/x.scn:2:3: error: unknown statement 'lineer'; expected one of "
               "autocast, checkpoint, no_grad, try, linear, raise, recompute_uncaptured, save, "
-              "backward, step");
+              "backward, step, data");
   }
 }
 
@@ -361,6 +363,7 @@ TEST(ScenarioErrors, KeywordAsName) {
   ExpectError("linear step", 1, 8, "found keyword 'step'");
   ExpectError("save  try", 1, 7, "expected a tape name after 'save', found keyword 'try'");
   ExpectError("backward save", 1, 10, "found keyword 'save'");
+  ExpectError("linear data", 1, 8, "found keyword 'data'");
 }
 
 TEST(ScenarioErrors, StrayClosingBrace) {
@@ -377,6 +380,14 @@ TEST(ScenarioErrors, BackwardInsideCheckpoint) {
   ExpectError("autocast on { checkpoint reentrant { linear L0; backward } }", 1, 49,
               "'backward' is not allowed inside a checkpoint block (its recompute would run "
               "the backward again)");
+}
+
+// `data` drops the graph recorded so far: allowed where `save` is (no_grad, try, autocast), not
+// in a checkpoint, however deep.
+TEST(ScenarioErrors, DataInsideCheckpoint) {
+  ExpectError("autocast on {\n  checkpoint nonreentrant {\n    try { data }\n  }\n}", 3, 11,
+              "'data' is not allowed inside a checkpoint block (its recompute would drop the graph again)");
+  EXPECT_NO_THROW(parse_scenario("autocast on { no_grad { try { data } } }; data; backward"));
 }
 
 TEST(ScenarioErrors, StepInsideBlock) {
@@ -419,6 +430,7 @@ TEST(ScenarioErrors, ExtraWordsAfterAStatement) {
   ExpectError("linear L0 L1", 1, 11, "expected ';' or end of line after 'linear L0', found 'L1'");
   ExpectError("save T; backward T retain again", 1, 27, "after 'backward T retain'");
   ExpectError("try { } linear L0", 1, 9, "after '}', found keyword 'linear'");
+  ExpectError("data L0", 1, 6, "expected ';' or end of line after 'data', found 'L0'");
 }
 
 TEST(ScenarioErrors, BadCharacter) {
