@@ -20,7 +20,7 @@ BLOCKS = {
 
 @dataclass
 class Simple:
-    op: str                      # linear, raise, recompute_uncaptured, save, backward, step
+    op: str                      # linear, raise, recompute_uncaptured, save, backward, step, data
     name: Optional[str] = None   # module, raise mode, tape
     retain: bool = False
 
@@ -68,7 +68,7 @@ def parse(text: str) -> List[Statement]:
             stack[-1].append(Simple("linear", args[0]))
         elif head == "raise" and len(args) == 1 and args[0] in ("always", "original", "recompute"):
             stack[-1].append(Simple("raise", args[0]))
-        elif head in ("recompute_uncaptured", "step") and not args:
+        elif head in ("recompute_uncaptured", "step", "data") and not args:
             stack[-1].append(Simple(head))
         elif head == "save" and len(args) == 1:
             stack[-1].append(Simple("save", args[0]))

@@ -67,8 +67,9 @@ class Run:
         self.recomputing = 0  # calls of checkpoint bodies that are recomputes, now running
         self.no_grad_depth = 0
         self.function_depth = 0  # checkpoint bodies running (their values are not the chain's)
-        self.closes = 0       # saves and backwards without retain so far
+        self.closes = 0       # saves, backwards without retain and data so far
         self.fresh = self._leaf()
+        self.fresh_input = self.fresh  # what the last close started the chain from (data: no grad)
         self.h = self.fresh   # the chain's current value
         self.tip = self.fresh  # the chain's last value recorded with grad: what a loss is of
 
@@ -173,6 +174,8 @@ class Run:
                     with torch.enable_grad():
                         loss = self.tapes[s.name] = self._leaf().sum()
             self.backward_pass(lambda: loss.backward(retain_graph=s.retain))
+        elif s.op == "data":
+            self._close(data=True)
         else:
             raise ValueError(f"unknown statement {s.op}")
 
@@ -238,7 +241,9 @@ class Run:
 
     def set_chain(self, value: torch.Tensor) -> None:
         self.h = value
-        if self.no_grad_depth == 0 and self.function_depth == 0:
+        # A value that does not require grad (a checkpoint on `data`) is in no graph: the tip
+        # stays, the fresh leaf of an empty graph.
+        if self.no_grad_depth == 0 and self.function_depth == 0 and value.requires_grad:
             self.tip = value
 
     def _loss(self) -> torch.Tensor:
@@ -248,11 +253,14 @@ class Run:
     def _leaf(self) -> torch.Tensor:
         return torch.ones(ROWS, WIDTH, requires_grad=True)  # the numbers never matter, only TE's state
 
-    def _close(self) -> None:
-        """A save or a backward without retain: what follows records a new graph."""
+    def _close(self, data: bool = False) -> None:
+        """A save, a backward without retain or `data`: what follows records a new graph. After
+        `data` the chain restarts from a batch that does not require grad, and the tip is a
+        fresh leaf that does: the loss of an empty graph, which a backward passes over."""
         self.closes += 1
         self.fresh = self._leaf()
-        self.h = self.tip = self.fresh
+        self.fresh_input = torch.ones(ROWS, WIDTH) if data else self.fresh
+        self.h, self.tip = self.fresh_input, self.fresh
 
     def _resume(self, before, closes: int) -> None:
         """After a no_grad block, or a try that caught: the chain from before the block, unless
@@ -260,7 +268,7 @@ class Run:
         if self.closes == closes:
             self.h, self.tip = before
         else:
-            self.h = self.tip = self.fresh
+            self.h, self.tip = self.fresh_input, self.fresh
 
 
 def run_program(te: TE, text: str) -> dict:
