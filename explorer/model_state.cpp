@@ -74,10 +74,11 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   verdict_.clear();
   ignored_.clear();
   ProgramFacts& facts = state.facts;
+  bind(state);
   // The reference's divergence (spec::ReferenceDivergence, statement by statement; a tape's
-  // only by the statements the program executes).
-  spec::apply_divergence(s, facts.inside_checkpoint(), !state.program.model.skip.active, facts.diverged,
-                         facts.tape_freed);
+  // and a checkpoint's only by the statements the program executes).
+  spec::apply_divergence(s, facts.inside_checkpoint(), !program_.skipping(), program_.input_lacks_grad(),
+                         facts.diverged, facts.tape_freed);
   // The reference sees the program without checkpoint blocks and recompute_uncaptured
   // (spec::without_checkpoints, statement by statement).
   bool reference_skips = s.op == Op::RecomputeUncaptured;
@@ -95,7 +96,6 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
     facts.modules_used = std::max<std::uint8_t>(facts.modules_used, static_cast<std::uint8_t>(s.name + 1));
   }
 
-  bind(state);
   const std::uint32_t program_step = state.program.model.step;
   const std::uint32_t reference_step = state.reference.model.step;
   const IdsBefore program_before = ids_before(state.program, s.op);

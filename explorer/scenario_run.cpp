@@ -15,24 +15,26 @@ struct Run {
   std::vector<spec::StepResult> steps;
   std::vector<StepVerdict> verdicts;
   std::vector<bool> executed;  // per statement: not skipped
+  std::vector<bool> input_lacks_grad;  // per statement: run with grad on, on a value that does not require it
 };
 
 Run run_checked(const spec::Program& program, spec::Semantics semantics) {
   InvariantChecker<statemachine::GrowableStorage> checker;
   interpreter::Interpreter interpreter(semantics, &checker);
   checker.attach(interpreter.machine());
-  std::vector<bool> executed;
+  std::vector<bool> executed, input_lacks_grad;
   for (const spec::Statement& s : program.statements) {
     executed.push_back(!interpreter.skipping());
+    input_lacks_grad.push_back(interpreter.input_lacks_grad());
     interpreter.feed(s);
   }
   interpreter.end_of_file();
-  return Run{interpreter.steps(), checker.verdicts(), std::move(executed)};
+  return Run{interpreter.steps(), checker.verdicts(), std::move(executed), std::move(input_lacks_grad)};
 }
 
 // I8: step by step, until the runs diverge.
 void judge_transparency(const spec::Program& program, Run& run, const Run& reference) {
-  const std::vector<bool> diverged = spec::diverged_steps(program, run.executed);
+  const std::vector<bool> diverged = spec::diverged_steps(program, run.executed, run.input_lacks_grad);
   const std::size_t steps = std::min(run.steps.size(), reference.steps.size());
   for (std::size_t s = 0; s < steps; ++s) {
     StepVerdict& verdict = run.verdicts[s];

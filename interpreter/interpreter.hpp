@@ -168,6 +168,9 @@ class BasicInterpreter : private statemachine::Hooks {
   bool skipping() const { return state_->skip.active; }
   // Whether the chain's value requires grad now.
   bool chain_requires_grad() const { return state_->requires_grad; }
+  // Whether grad is on and the chain's value does not require it: a reentrant checkpoint called
+  // now records no node (torch's rule), so its body's modules get no gradient.
+  bool input_lacks_grad() const { return machine_.grad_enabled() && !state_->requires_grad; }
 
  private:
   friend ModelDriver<S>;

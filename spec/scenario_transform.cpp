@@ -30,13 +30,14 @@ bool recompute_specific(Op op, bool inside_checkpoint) {
   return inside_checkpoint && (op == Op::RaiseOriginal || op == Op::RaiseRecompute);
 }
 
-void ReferenceDivergence::apply(const Statement& s, bool inside_checkpoint, bool executed) {
+void ReferenceDivergence::apply(const Statement& s, bool inside_checkpoint, bool executed, bool input_lacks_grad) {
   const bool names_tape = (s.op == Op::Save || s.op == Op::Backward) && s.name != kCurrentGraph;
   if (names_tape && s.name >= tape_freed.size()) tape_freed.resize(s.name + 1u, false);
-  apply_divergence(s, inside_checkpoint, executed, diverged, tape_freed);
+  apply_divergence(s, inside_checkpoint, executed, input_lacks_grad, diverged, tape_freed);
 }
 
-std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>& executed) {
+std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>& executed,
+                                 const std::vector<bool>& input_lacks_grad) {
   std::vector<bool> steps;
   std::vector<bool> checkpoint_block;  // per open block
   int checkpoints_open = 0;
@@ -50,7 +51,8 @@ std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>
       continue;
     }
     step_has_statements = true;
-    divergence.apply(s, checkpoints_open > 0, i < executed.size() && executed[i]);
+    divergence.apply(s, checkpoints_open > 0, i < executed.size() && executed[i],
+                     i < input_lacks_grad.size() && input_lacks_grad[i]);
     if (opens_block(s.op)) {
       checkpoint_block.push_back(is_checkpoint(s.op));
       checkpoints_open += is_checkpoint(s.op) ? 1 : 0;

@@ -17,26 +17,30 @@ Program without_checkpoints(const Program& program);
 bool recompute_specific(Op op, bool inside_checkpoint);
 
 // Where a program and its reference part for reasons that are not the FP8 state, so that I8
-// compares them no further: a recompute-specific statement, or a backward of a tape that a
+// compares them no further: a recompute-specific statement; a backward of a tape that a
 // backward without retain ran over since its last save (torch refuses such a graph at its
 // first freed node, and a checkpoint is a node even around an empty body, so the program can
-// raise where its reference does not). Only the statements the program executed count for the
-// tape (`executed`: false for one an exception made it skip, such as a `save` after a caught
-// raise in the same `try`); a recompute-specific statement counts as written, since a
-// recompute replays a checkpoint's body, skipped statements too.
+// raise where its reference does not); or a reentrant checkpoint executed with grad on, on an
+// input that does not require grad (`input_lacks_grad`, after `data`: torch records no node,
+// so its body's modules get no gradient, where the reference's do). Only the statements the
+// program executed count for the tape and the checkpoint (`executed`: false for one an
+// exception made it skip, such as a `save` after a caught raise in the same `try`); a
+// recompute-specific statement counts as written, since a recompute replays a checkpoint's
+// body, skipped statements too.
 struct ReferenceDivergence {
   bool diverged = false;
   std::vector<bool> tape_freed;  // per tape: backpropagated without retain since its last save
 
-  void apply(const Statement& s, bool inside_checkpoint, bool executed);
+  void apply(const Statement& s, bool inside_checkpoint, bool executed, bool input_lacks_grad = false);
 };
 
 // The rule of ReferenceDivergence::apply on any per-tape flags: `tape_freed[s.name]` must
 // exist for a statement that names a tape (the search keeps the flags in a fixed array).
 template <class TapeFlags>
-void apply_divergence(const Statement& s, bool inside_checkpoint, bool executed, bool& diverged,
-                      TapeFlags& tape_freed) {
+void apply_divergence(const Statement& s, bool inside_checkpoint, bool executed, bool input_lacks_grad,
+                      bool& diverged, TapeFlags& tape_freed) {
   diverged = diverged || recompute_specific(s.op, inside_checkpoint);
+  diverged = diverged || (s.op == Op::CheckpointReentrant && executed && input_lacks_grad);
   if ((s.op != Op::Save && s.op != Op::Backward) || s.name == kCurrentGraph || !executed) return;
   if (s.op == Op::Save) {
     tape_freed[s.name] = false;
@@ -47,7 +51,8 @@ void apply_divergence(const Statement& s, bool inside_checkpoint, bool executed,
 }
 
 // Per step of the program: whether it has diverged from its reference by the step's end.
-// `executed`: per statement of the program, whether its run executed it (see above).
-std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>& executed);
+// `executed` and `input_lacks_grad`: per statement of the program, what its run saw (see above).
+std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>& executed,
+                                 const std::vector<bool>& input_lacks_grad);
 
 }  // namespace fp8sm::spec

@@ -51,5 +51,42 @@ TEST(Transparency, ASaveThatRunsRefreshesTheTape) {
   EXPECT_FALSE(report.steps[0].violations.contains(Invariant::I8));
 }
 
+// Found by the exhaustive search at depth 6 with --data-inputs under fp8sm: a reentrant
+// checkpoint on data records no node (torch's rule), so its module gets no gradient and makes
+// no backward update, where the program without the checkpoint does: 1/0 against 1/1 under
+// every semantics. The program parts from its reference at the checkpoint's call (grad on,
+// input without grad); one executed with grad off, or skipped, or on an input that requires
+// grad does not part it.
+TEST(Transparency, AReentrantCheckpointOnDataPartsTheRuns) {
+  struct Case {
+    const char* text;
+    bool parted;
+  };
+  for (const Case& c : {Case{"autocast on { data; checkpoint reentrant { linear L0 } }; backward", true},
+                        Case{"autocast on { data; checkpoint nonreentrant { linear L0 } }; backward", false},
+                        Case{"autocast on { data; linear L0; checkpoint reentrant { linear L1 } }; backward", false},
+                        Case{"autocast on { data; try { raise always; checkpoint reentrant { linear L0 } } }; backward",
+                             false}}) {
+    for (Semantics s : spec::kAllSemantics) {
+      const explorer::ScenarioReport report = test_support::run_text(c.text, s);
+      ASSERT_EQ(report.steps.size(), 1u);
+      if (c.parted) {
+        EXPECT_EQ(report.steps[0].backward_updates, 0) << c.text << " " << spec::name(s);
+        EXPECT_EQ(report.reference.at(0).backward_updates, 1) << c.text << " " << spec::name(s);
+      }
+      if (s == Semantics::Fp8sm) {
+        EXPECT_TRUE(report.steps[0].violations.empty()) << c.text;
+      }
+      // The search's state parts the runs at the same statement.
+      explorer::ModelRunner runner(s, {}, true);
+      auto state = std::make_unique<explorer::ModelState>();
+      runner.initial(*state);
+      for (const spec::Statement& st : spec::parse_scenario(c.text).statements) (void)runner.apply(*state, st);
+      EXPECT_EQ(state->facts.diverged, c.parted) << c.text << " " << spec::name(s);
+      (void)runner.end_here(*state);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fp8sm
