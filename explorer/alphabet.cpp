@@ -33,6 +33,7 @@ void next_statements(const ProgramFacts& facts, const AlphabetOptions& options, 
       out.push_back(make_statement(Op::Backward, tape));
       out.push_back(make_statement(Op::Backward, tape, true));
     }
+    if (options.data) out.push_back(make_statement(Op::Data));
   }
   if (facts.open.empty()) out.push_back(make_statement(Op::Step));
 }

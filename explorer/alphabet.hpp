@@ -14,10 +14,11 @@ struct AlphabetOptions {
   int modules = 2;        // linear L0 .. L{modules-1}
   int tapes = 1;          // save / backward of tapes A, B, ...
   bool symmetry = true;   // module names in order of first use only (L1 before L0 is skipped)
+  bool data = false;      // `data` too (--data-inputs): off, the search is the one of the language before it
 };
 
 // Every statement that keeps the program well formed after `state`, in alphabet order:
-// opening statements, linear, raise, recompute_uncaptured, save, backward, step. Closing a
+// opening statements, linear, raise, recompute_uncaptured, save, backward, data, step. Closing a
 // block is not among them: it is free (see close_statement).
 void next_statements(const ProgramFacts& facts, const AlphabetOptions& options, std::vector<spec::Statement>& out);
 

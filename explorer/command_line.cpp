@@ -60,6 +60,8 @@ const OptionDeclaration kOptions[] = {
      "do not merge states that differ only in the numbering of checkpoint, node and graph ids"},
     {"--no-symmetry", nullptr, nullptr, &CommandLine::no_symmetry, kSearch,
      "do not reduce by module-name symmetry"},
+    {"--data-inputs", nullptr, nullptr, &CommandLine::data_inputs, kSearch,
+     "programs may also restart the chain from data that does not require grad (the statement 'data')"},
     {"--json", nullptr, nullptr, &CommandLine::json, taken_by(Command::Search, Command::Run, Command::Catalogue),
      "print one JSON document (docs/json.md); with --programs, one a program"},
     {"--programs", nullptr, nullptr, &CommandLine::programs, kSearch,

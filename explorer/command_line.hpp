@@ -32,7 +32,7 @@ struct CommandLine {
   std::optional<std::string> depth, semantics, modules, check, threads, max_states, max_memory, snapshot, resume,
       seed, count, length;
   bool json = false, coverage = false, mermaid = false, dot = false, no_symmetry = false, no_canonical_ids = false,
-       programs = false;
+       programs = false, data_inputs = false;
   std::string help;  // not empty: --help was given, and this is the text to print (exit 0)
 };
 

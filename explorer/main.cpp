@@ -393,6 +393,7 @@ explorer::SearchOptions search_options(const CommandLine& line) {
   }
   if (line.max_memory) options.max_memory = memory_option(*line.max_memory);
   options.alphabet.symmetry = !line.no_symmetry;
+  options.alphabet.data = line.data_inputs;
   options.canonical_ids = !line.no_canonical_ids;
   options.coverage = line.coverage;
   // --snapshot DIR writes snapshots to DIR; --resume DIR continues the search saved there and

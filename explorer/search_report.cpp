@@ -89,10 +89,10 @@ std::string ranks_line(const SearchResult& result) {
 std::string search_text(const SearchOptions& options, const SearchResult& result) {
   std::string out;
   auto to = std::back_inserter(out);
-  fmt::format_to(to, "explorer: semantics {}, depth {}, {} modules, {} tape{}, symmetry {}, canonical ids {}\n",
+  fmt::format_to(to, "explorer: semantics {}, depth {}, {} modules, {} tape{}, {}symmetry {}, canonical ids {}\n",
                  spec::name(options.semantics), options.depth, options.alphabet.modules, options.alphabet.tapes,
-                 options.alphabet.tapes == 1 ? "" : "s", options.alphabet.symmetry ? "on" : "off",
-                 options.canonical_ids ? "on" : "off");
+                 options.alphabet.tapes == 1 ? "" : "s", options.alphabet.data ? "data inputs, " : "",
+                 options.alphabet.symmetry ? "on" : "off", options.canonical_ids ? "on" : "off");
   out += "a state carries:";
   for (std::size_t i = 0; i < result.carried.size(); ++i) fmt::format_to(to, "{}{}", i ? "; " : " ", result.carried[i]);
   out += "\ndepth  frontier  distinct  transitions\n";
@@ -173,6 +173,7 @@ Json search_json(const SearchOptions& options, const SearchResult& result) {
   document["modules"] = options.alphabet.modules;
   document["tapes"] = options.alphabet.tapes;
   document["symmetry"] = options.alphabet.symmetry;
+  document["data_inputs"] = options.alphabet.data;
   document["canonical_ids"] = options.canonical_ids;
   spec::InvariantSet checked = options.checks;
   if (checked.empty()) {

@@ -70,10 +70,10 @@ SnapshotIdentity snapshot_identity(const SearchOptions& options, int ranks, std:
     if (checked.contains(i)) checks += fmt::format("{}{}", checks.empty() ? "" : ",", spec::id(i));
   }
   identity.options = fmt::format(
-      "semantics={} depth={} modules={} tapes={} symmetry={} canonical-ids={} check={} coverage={}",
+      "semantics={} depth={} modules={} tapes={} symmetry={} data-inputs={} canonical-ids={} check={} coverage={}",
       spec::name(options.semantics), options.depth, options.alphabet.modules, options.alphabet.tapes,
-      options.alphabet.symmetry ? "on" : "off", options.canonical_ids ? "on" : "off", checks,
-      options.coverage ? "on" : "off");
+      options.alphabet.symmetry ? "on" : "off", options.alphabet.data ? "on" : "off",
+      options.canonical_ids ? "on" : "off", checks, options.coverage ? "on" : "off");
   identity.ranks = ranks;
   return identity;
 }

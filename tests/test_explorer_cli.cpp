@@ -137,6 +137,20 @@ TEST(ExplorerDepth, SearchesAndReportsOneJsonObject) {
   EXPECT_TRUE(i4) << found.out;
 }
 
+// --data-inputs adds `data` to the search's alphabet (off by default): the report says so, and
+// the shortest I8 counterexample of upstream is no shorter than without it.
+TEST(ExplorerDepth, DataInputsAddDataToTheAlphabet) {
+  const Result with = explorer("--depth 3 --semantics upstream --data-inputs --json");
+  EXPECT_EQ(with.status, 1) << with.out;
+  const nlohmann::json report = document(with);
+  EXPECT_EQ(report["data_inputs"], true);
+  EXPECT_EQ(document(explorer("--depth 3 --semantics upstream --json"))["data_inputs"], false);
+  EXPECT_GT(report["distinct_states"].get<std::uint64_t>(),
+            document(explorer("--depth 3 --semantics upstream --json"))["distinct_states"].get<std::uint64_t>());
+  EXPECT_NE(explorer("--depth 1 --data-inputs").out.find("data inputs, symmetry on"), std::string::npos);
+  EXPECT_EQ(explorer("run 5 --data-inputs").status, 2);  // a search option only
+}
+
 TEST(ExplorerDepth, MemoryBudgetStopsWithAPartialReport) {
   // 1 MiB holds about 70 000 states at 15 bytes each; depth 5 has 0.8 million. Incomplete, with
   // nothing violated in what it explored: exit status 3.

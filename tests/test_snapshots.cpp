@@ -392,6 +392,7 @@ TEST_F(RefusedSnapshots, OtherOptionsAreRefused) {
   expect_refused("--depth 5 --semantics fp8sm", "it has depth=4, this run depth=5");
   expect_refused(kSearch + " --modules 3", "it has modules=2, this run modules=3");
   expect_refused(kSearch + " --no-symmetry", "it has symmetry=on, this run symmetry=off");
+  expect_refused(kSearch + " --data-inputs", "it has data-inputs=off, this run data-inputs=on");
   expect_refused(kSearch + " --no-canonical-ids", "it has canonical-ids=on, this run canonical-ids=off");
   expect_refused(kSearch + " --check I1", "it has check=I1,I2,I3,I4,I5,I6,I7,I8,I9, this run check=I1");
   // What does not decide the search's states may change: threads and budgets.
