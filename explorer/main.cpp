@@ -320,6 +320,8 @@ int programs_command(explorer::SearchOptions options, bool json) {
 int random_command(std::uint64_t seed, std::uint64_t count, int length, int modules) {
   spec::ProgramShape shape;
   shape.modules = modules;
+  shape.data = true;
+  shape.backward_bias = true;
   for (std::uint64_t k = 0; k < count; ++k) {
     fmt::print("# program {} of seed {}\n{}", k, seed, spec::print_scenario(spec::random_program(seed, k, length, shape)));
   }

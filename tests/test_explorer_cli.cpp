@@ -79,7 +79,7 @@ TEST(ExplorerRandom, SameBytesForTheSameArgumentsEveryProgramParsesAndEveryState
   for (const char* statement :
        {"autocast on {", "autocast off {", "checkpoint reentrant {", "checkpoint nonreentrant {", "no_grad {", "try {",
         "linear L2", "raise always", "raise original", "raise recompute", "recompute_uncaptured", "save A", "save B",
-        "backward A\n", "backward B retain", "backward retain", "backward\n", "step\n"}) {
+        "backward A\n", "backward B retain", "backward retain", "backward\n", "step\n", "data\n"}) {
     EXPECT_NE(a.out.find(statement), std::string::npos) << statement;
   }
 }
