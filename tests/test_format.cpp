@@ -62,6 +62,7 @@ TEST(Format, StatementShowsIndicesForNames) {
   EXPECT_EQ(fmt::format("{}", make_statement(Op::Close)), "}");
   EXPECT_EQ(fmt::format("{}", make_statement(Op::RaiseAlways)), "raise always");
   EXPECT_EQ(fmt::format("{}", make_statement(Op::Step)), "step");
+  EXPECT_EQ(fmt::format("{}", make_statement(Op::Data)), "data");
 }
 
 // With its program, a statement prints as that program's scenario text does, names and all.

@@ -65,7 +65,7 @@ TEST(FingerprintSet, PutBackFromItsSlotsItIsTheSameSet) {
 
 std::vector<spec::Statement> every_statement() {
   std::vector<spec::Statement> all;
-  for (int op = 0; op <= static_cast<int>(spec::Op::Step); ++op) {
+  for (int op = 0; op <= static_cast<int>(spec::Op::Data); ++op) {  // Data is the last
     spec::Statement s;
     s.op = static_cast<spec::Op>(op);
     if (s.op == spec::Op::Linear) {
