@@ -59,7 +59,8 @@ class Run:
     def __init__(self, te: TE):
         self.te = te
         self.counter = Counter(te, self.on_update)
-        self.executed = set()  # ids of the save and backward statements that ran
+        self.executed = set()  # ids of the save and backward statements that ran, and of the
+                               # reentrant checkpoints called with grad on, on data
         self.current_module = None  # the module whose forward runs
         self.recipe = te.recipe.DelayedScaling()
         self.modules: Dict[str, torch.nn.Module] = {}
@@ -133,6 +134,8 @@ class Run:
             except Exception:  # noqa: BLE001  (`try` catches any exception)
                 self._resume(before, closes)
         elif b.op == "checkpoint":
+            if b.mode == "reentrant" and torch.is_grad_enabled() and not self.h.requires_grad:
+                self.executed.add(id(b))  # torch records no node: I8's reference parts here
             self.set_chain(self.checkpoint_call(
                 lambda checkpoint: te.distributed.checkpoint(self._body_function(b.body, checkpoint), self.h,
                                                              use_reentrant=b.mode == "reentrant")))

@@ -587,7 +587,8 @@ class ObservedRun(te_harness.Run):
 
 def run_observed(te, text: str) -> dict:
     """The program's steps with their violations and numerics, and `executed` (the preorder
-    indices of the save and backward statements that ran: diverged_steps needs them)."""
+    indices of the save and backward statements that ran, and of the reentrant checkpoints
+    called with grad on, on data: diverged_steps needs them)."""
     program = scenario.parse(text)
     run = ObservedRun(te)
     result = run.run(program)
@@ -629,9 +630,10 @@ def statement_indices(program: List[scenario.Statement]) -> Dict[int, int]:
 def diverged_steps(program: List[scenario.Statement], executed: set) -> List[bool]:
     """Per step: whether the program has parted from its reference by the step's end, for
     reasons that are not the FP8 state (the model's ReferenceDivergence): a recompute-specific
-    statement, or a backward of a tape a backward without retain ran over since its save.
+    statement, a backward of a tape a backward without retain ran over since its save, or a
+    reentrant checkpoint called with grad on, on an input without grad (torch records no node).
     `executed`: preorder indices (statement_indices) of the save/backward statements the run
-    executed."""
+    executed and of such checkpoints."""
     index = statement_indices(program)
     diverged = False
     freed: Dict[str, bool] = {}
@@ -640,6 +642,7 @@ def diverged_steps(program: List[scenario.Statement], executed: set) -> List[boo
         nonlocal diverged
         for s in statements:
             if isinstance(s, Block):
+                diverged = diverged or (s.op == "checkpoint" and index[id(s)] in executed)
                 walk(s.body, inside_checkpoint or s.op == "checkpoint")
                 continue
             if s.op == "recompute_uncaptured" or (inside_checkpoint and s.op == "raise" and s.name != "always"):
