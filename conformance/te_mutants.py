@@ -13,16 +13,22 @@ inside one def or class of one file, so this repository holds no TE code beyond 
 `needs` names what a program must hold before the mutant can show at all: "data" (an input that
 does not require grad) or "two-tensors" (a node that saves two tensors of different shapes).
 `equivalent` says why no program of the scenario language can tell the mutant from TE, where
-that holds (under the harness's stubs: no number is ever computed or compared).
+that holds (under the harness's stubs: no number is ever computed or compared). `witness` is a
+program on which TE and the mutant give different counts or exception kinds: the proof that a
+mutant is not equivalent (none for the mutants that show only in TE's globals).
 
     te_mutants.py --list
     te_mutants.py --apply ID --te-source DIR --into NEWDIR    # prints the mutated tree's path
+    te_mutants.py --compare ID [--program FILE]               # a program (the witness) on TE and on ID
+    te_mutants.py --check-witnesses [--only ID]...            # every witness still shows
+    te_mutants.py --find-witness ID                           # a corpus program that shows ID, shrunk
     te_mutants.py --score-with-conformance [--random N --seed S] [--only ID]... [--json FILE]
 
 The last runs today's conformance corpora (te_conformance.py's catalogue, edge scenarios and
 random programs, compared as it compares them) against every mutant and prints which corpus
 kills it. From Python: load_mutants(), mutant(id), mutated_tree(m, te_source) (a context
-manager giving the tree), build_tree(m, te_source, into), apply_to_source(m, text).
+manager giving the tree), build_tree(m, te_source, into), apply_to_source(m, text), and
+compare(m, text) (TE's and the mutant's results of one program).
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ class Mutant:
     equivalent: Optional[str] = None  # why no program can tell it from TE, if none can
     needs: Tuple[str, ...] = ()       # what a program must hold before it can show
     shows: str = ""                   # how a program sees it (for the non-equivalent ones)
+    witness: Optional[str] = None     # a program on which TE and the mutant differ (counts, kinds)
 
     @property
     def module(self) -> str:
@@ -75,7 +82,7 @@ class Mutant:
 
 # ---- the fixture --------------------------------------------------------------------------------
 
-_FIELDS = {"id", "file", "scope", "token", "replacement", "what", "equivalent", "needs", "shows"}
+_FIELDS = {"id", "file", "scope", "token", "replacement", "what", "equivalent", "needs", "shows", "witness"}
 
 
 def load_mutants(path: Path = FIXTURE) -> List[Mutant]:
@@ -111,8 +118,8 @@ def _check_form(m: Mutant, path: Path) -> None:
         raise MutantError(f"{where}: the replacement is the token itself")
     if not set(m.needs) <= NEEDS:
         raise MutantError(f"{where}: needs must be among {sorted(NEEDS)}")
-    if m.equivalent is not None and m.needs:
-        raise MutantError(f"{where}: an equivalent mutant needs nothing to show")
+    if m.equivalent is not None and (m.needs or m.witness):
+        raise MutantError(f"{where}: an equivalent mutant needs nothing and has no witness")
 
 
 def mutant(mutant_id: str, path: Path = FIXTURE) -> Mutant:
@@ -245,7 +252,8 @@ def build_tree(m: Mutant, te_source: Path, into: Path) -> Path:
             if entry.name == part:
                 continue
             if entry.name == "__pycache__":
-                _link_caches(entry, target_dir / "__pycache__", skip=Path(m.file).stem if depth == len(parts) - 1 else None)
+                edited_here = depth == len(parts) - 1
+                _link_caches(entry, target_dir / "__pycache__", skip=Path(m.file).stem if edited_here else None)
             else:
                 (target_dir / entry.name).symlink_to(entry)
         if depth < len(parts) - 1:
@@ -267,6 +275,138 @@ def mutated_tree(m: Mutant, te_source: Path = DEFAULT_TE_SOURCE) -> Iterator[Pat
     """A temporary TE tree with m applied; removed when the block ends."""
     with tempfile.TemporaryDirectory(prefix=f"te-mutant-{m.id}-") as scratch:
         yield build_tree(m, te_source, Path(scratch) / "te")
+
+
+# ---- programs on TE and on a mutant: witnesses --------------------------------------------------
+
+class TEServer:
+    """A process that loaded the TE at `tree` and runs programs sent to it, each in a child
+    forked from it as te_conformance runs them (TE loads once per process, in seconds; a
+    program then costs milliseconds)."""
+
+    def __init__(self, tree: Path):
+        self.tree = tree
+        self.process = subprocess.Popen([sys.executable, str(Path(__file__)), "--te-serve", str(tree)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def run(self, text: str) -> dict:
+        """te_harness's result: steps with counts and raised exceptions."""
+        self.process.stdin.write(json.dumps(text) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise MutantError(f"the TE process of {self.tree} died")
+        result = json.loads(line)
+        if "harness_failure" in result:
+            raise MutantError(f"the harness failed on {self.tree}: {result['harness_failure']}")
+        return result
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _answers():
+    """The standard output, kept for the answers of a child process; whatever else writes to it
+    (an import that prints) goes to the standard error instead of into an answer."""
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    return answers
+
+
+def _serve(tree: Path) -> None:
+    import te_conformance
+
+    answers = _answers()
+    te = te_conformance.load_te(tree)
+    for line in sys.stdin:
+        try:
+            result = te_conformance.run_on_te(te, json.loads(line))
+        except te_conformance.HarnessFailure as e:
+            result = {"harness_failure": str(e).splitlines()[0]}
+        print(json.dumps(result), file=answers, flush=True)
+
+
+class _Against:
+    """te_conformance's shrinking, with TE as it is in the model's place: a program
+    'disagrees' when TE and the mutant give different counts or exception kinds."""
+
+    def __init__(self, original: TEServer, mutated: TEServer):
+        self.original, self.mutated = original, mutated
+
+    def results(self, text: str) -> Tuple[dict, dict]:
+        return self.original.run(text), self.mutated.run(text)
+
+    def disagrees(self, text: str) -> bool:
+        import te_conformance
+
+        a, b = self.results(text)
+        return te_conformance.comparable(a) != te_conformance.comparable(b)
+
+
+def one_line(text: str) -> str:
+    """A program on one line, as the scenario language allows (`;` between statements)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    out = lines[0] if lines else ""
+    for before, line in zip(lines, lines[1:]):
+        out += (" " if before.endswith("{") or line == "}" else "; ") + line
+    return out
+
+
+def compare(m: Mutant, text: str, te_source: Path = DEFAULT_TE_SOURCE) -> Tuple[dict, dict]:
+    """(TE's result, the mutant's result) of one program."""
+    with mutated_tree(m, te_source) as tree, TEServer(te_source) as original, TEServer(tree) as mutated:
+        return original.run(text), mutated.run(text)
+
+
+def find_witness(m: Mutant, programs: List[Tuple[str, str]], te_source: Path = DEFAULT_TE_SOURCE,
+                 original: Optional[TEServer] = None) -> Optional[Tuple[str, str]]:
+    """(name, minimal program) from the first of `programs` on which the mutant shows, shrunk
+    as te_conformance shrinks a disagreement; None when none shows."""
+    import te_conformance
+
+    with contextlib.ExitStack() as stack:
+        tree = stack.enter_context(mutated_tree(m, te_source))
+        original = original or stack.enter_context(TEServer(te_source))
+        against = _Against(original, stack.enter_context(TEServer(tree)))
+        for name, text in programs:
+            if against.disagrees(text):
+                return name, one_line(te_conformance.shrink(against, text))
+    return None
+
+
+def check_witnesses(mutants: List[Mutant], te_source: Path = DEFAULT_TE_SOURCE, out=sys.stdout) -> List[str]:
+    """Runs each mutant's witness on TE and on the mutant; the ids whose witness does not show.
+    A witness of a mutant that `needs` what the harness lacks today (`data`, two-tensor nodes)
+    is run too, and reported as waiting for it rather than failing."""
+    import te_conformance
+
+    failed = []
+    with TEServer(te_source) as original:
+        for m in mutants:
+            if m.witness is None:
+                note = "equivalent" if m.equivalent else "no witness: " + m.shows
+                print(f"{m.id:<44} -          ({note})", file=out, flush=True)
+                continue
+            try:
+                with mutated_tree(m, te_source) as tree, TEServer(tree) as mutated:
+                    a, b = original.run(m.witness), mutated.run(m.witness)
+                shows = te_conformance.comparable(a) != te_conformance.comparable(b)
+                detail = f"TE {te_conformance.describe(a)}, mutant {te_conformance.describe(b)}"
+            except MutantError as e:
+                shows, detail = False, str(e).splitlines()[0][:200]
+            verdict = "shows" if shows else ("waits" if m.needs else "NO")
+            if verdict == "NO":
+                failed.append(m.id)
+            needs = f" (needs {', '.join(m.needs)})" if m.needs else ""
+            print(f"{m.id:<44} {verdict:<10} {detail}{needs}", file=out, flush=True)
+    return failed
 
 
 # ---- the score of today's conformance check ----------------------------------------------------
@@ -357,7 +497,7 @@ def score(mutants: List[Mutant], te_source: Path, explorer: str, random: int, se
                    "equivalent": bool(m and m.equivalent), "needs": list(m.needs) if m else [],
                    "seconds": round(time.monotonic() - started), "corpora": result.get("corpora")}
             rows.append(row)
-            print(f"{row['id']:<34} {verdict:<9} {row['seconds']:>4} s  {by}", file=out, flush=True)
+            print(f"{row['id']:<44} {verdict:<9} {row['seconds']:>4} s  {by}", file=out, flush=True)
             if m is None and verdict != "agrees":
                 raise SystemExit("te_mutants: TE as it is does not agree with the model on these corpora; "
                                  "no score can be given")
@@ -405,14 +545,28 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--length", type=int, default=30)
     parser.add_argument("--timeout", type=int, default=600, help="seconds per mutant before it counts as a hang")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the score's rows to FILE")
+    parser.add_argument("--compare", metavar="ID",
+                        help="run --program (default: the mutant's witness) on TE and on mutant ID, print both")
+    parser.add_argument("--program", metavar="FILE", help="with --compare: a scenario file, or - for the standard input")
+    parser.add_argument("--check-witnesses", action="store_true",
+                        help="run every witness (or those of --only) on TE and on its mutant")
+    parser.add_argument("--find-witness", metavar="ID",
+                        help="the first corpus program on which mutant ID shows, shrunk")
     parser.add_argument("--te-side", type=Path, help=argparse.SUPPRESS)  # the child of a score run
+    parser.add_argument("--te-serve", type=Path, help=argparse.SUPPRESS)  # a TEServer
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
-    if args.te_side:
+    if args.te_side or args.te_serve:
         sys.path.insert(0, str(HERE))
-        json.dump(_te_side(args.te_side, args.work), sys.stdout)
+        if args.te_serve:
+            _serve(args.te_serve)
+        else:
+            answers = _answers()
+            json.dump(_te_side(args.te_side, args.work), answers)
+            answers.flush()
         return 0
+    sys.path.insert(0, str(HERE))
     mutants = load_mutants(args.fixture)
     if args.list:
         for m in mutants:
@@ -424,12 +578,33 @@ def main(argv: Optional[List[str]] = None) -> int:
             parser.error("--apply needs --into")
         print(build_tree(mutant(args.apply, args.fixture), args.te_source, args.into))
         return 0
+    unknown = set(args.only) - {m.id for m in mutants}
+    if unknown:
+        parser.error(f"--only: no mutants {sorted(unknown)}")
+    chosen = [m for m in mutants if not args.only or m.id in args.only]
+    if args.compare:
+        import te_conformance
+
+        m = mutant(args.compare, args.fixture)
+        if args.program is None and m.witness is None:
+            parser.error(f"--compare: {m.id} has no witness; give --program")
+        text = m.witness if args.program is None else (
+            sys.stdin.read() if args.program == "-" else Path(args.program).read_text())
+        original, mutated = compare(m, text, args.te_source)
+        for name, result in (("TE", original), (args.compare, mutated)):
+            print(f"{name + ':':<{len(args.compare) + 2}} {te_conformance.describe(result)}")
+        differs = te_conformance.comparable(original) != te_conformance.comparable(mutated)
+        print("the mutant shows" if differs else "no difference in counts or exception kinds")
+        return 1 if differs else 0
+    if args.check_witnesses:
+        return 1 if check_witnesses(chosen, args.te_source) else 0
+    if args.find_witness:
+        programs = [(f"{corpus}: {name}", text) for corpus, entries in
+                    _corpora(args.explorer, args.random, args.seed, args.length) for name, text in entries]
+        found = find_witness(mutant(args.find_witness, args.fixture), programs, args.te_source)
+        print(f"{found[0]}\n{found[1]}" if found else "no program of the corpora shows it")
+        return 0 if found else 1
     if args.score_with_conformance:
-        sys.path.insert(0, str(HERE))
-        unknown = set(args.only) - {m.id for m in mutants}
-        if unknown:
-            parser.error(f"--only: no mutants {sorted(unknown)}")
-        chosen = [m for m in mutants if not args.only or m.id in args.only]
         rows = score(chosen, args.te_source, args.explorer, args.random, args.seed, args.length, args.timeout)
         print_table(rows, chosen)
         if args.json:
