@@ -15,7 +15,8 @@ does not require grad) or "two-tensors" (a node that saves two tensors of differ
 `equivalent` says why no program of the scenario language can tell the mutant from TE, where
 that holds (under the harness's stubs: no number is ever computed or compared). `witness` is a
 program on which TE and the mutant give different counts or exception kinds: the proof that a
-mutant is not equivalent (none for the mutants that show only in TE's globals).
+mutant is not equivalent (none for the few that show only to an observer of TE's calls and
+globals, te_observe: the amax registry, which stash entry a pop takes; `shows` says how).
 
     te_mutants.py --list
     te_mutants.py --apply ID --te-source DIR --into NEWDIR    # prints the mutated tree's path
