@@ -384,8 +384,8 @@ def find_witness(m: Mutant, programs: List[Tuple[str, str]], te_source: Path = D
 
 def check_witnesses(mutants: List[Mutant], te_source: Path = DEFAULT_TE_SOURCE, out=sys.stdout) -> List[str]:
     """Runs each mutant's witness on TE and on the mutant; the ids whose witness does not show.
-    A witness of a mutant that `needs` what the harness lacks today (`data`, two-tensor nodes)
-    is run too, and reported as waiting for it rather than failing."""
+    A witness of a mutant that `needs` what a harness may not have (an older one lacked `data`
+    and two-tensor nodes) is reported as waiting for it rather than failing."""
     import te_conformance
 
     failed = []
