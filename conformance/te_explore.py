@@ -3,9 +3,12 @@ on TE, the invariants judged on what TE does.
 
     te_explore.py --te-source DIR --explorer PATH --depth N [--semantics S] [--jobs J] [--json]
                   [--data-inputs] [--expect-violated I1,I4,...]
+    te_explore.py --te-source DIR --programs FILE [--semantics S] ...
 
 The programs are `explorer --depth N --programs --json` (one per distinct top-level state of
-the model's search, shortest first). Each runs on TE (te_observe.ObservedRun: I1, I2, I4, I6,
+the model's search, shortest first), or, with --programs FILE, the lines of such a list saved
+before (all of it, or the lines a filter kept: a part of the search's programs, so what it
+finds is a finding of the search, and what it does not find proves nothing for the rest). Each runs on TE (te_observe.ObservedRun: I1, I2, I4, I6,
 I7, I9 from TE's own calls and globals), and so does the same program without its checkpoints
 (I8). The report has the explorer's form: per invariant, holding or violated, how many programs
 violate it, and the shortest such program with TE's results. With --semantics S, each program's
@@ -74,6 +77,26 @@ def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool
     for line in done.stdout.splitlines():
         document = json.loads(line)
         programs.append(Program(document["index"], document["depth"], document["program"], document["steps"]))
+    return programs
+
+
+def read_programs(path: Path, semantics: str) -> List[Program]:
+    """A saved `explorer --programs --json` list (or some of its lines), in the file's order."""
+    programs = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            document = json.loads(line)
+            if document.get("format") != "fp8sm-program/1":
+                raise ValueError(f"format {document.get('format')!r}, not fp8sm-program/1")
+            if document["semantics"] != semantics:
+                raise ValueError(f"the model's run is under {document['semantics']}, not {semantics}")
+            programs.append(Program(document["index"], document["depth"], document["program"], document["steps"]))
+        except (ValueError, KeyError, TypeError) as e:
+            raise te_conformance.HarnessFailure(f"{path}:{number}: not an explorer --programs --json line: {e}")
+    if not programs:
+        raise te_conformance.HarnessFailure(f"{path}: no programs")
     return programs
 
 
@@ -171,8 +194,9 @@ def report_text(programs: List[Program], args, te_source: Path, seconds: float,
                 count_disagreements: List[Program], verdict_disagreements: Dict[str, List[Program]],
                 shrunk: Dict[int, str], out) -> None:
     te_side = verdicts(programs, "te")
+    source = f"from {args.programs}" if args.programs else "the model's search"
     print(f"TE from {te_source}: {len(programs)} programs of up to {args.depth} statements "
-          f"(the model's search under {args.search_semantics}), {seconds:.0f} s", file=out)
+          f"({source} under {args.search_semantics}), {seconds:.0f} s", file=out)
     for invariant in INVARIANTS:
         if invariant not in JUDGED_ON_TE:
             print(f"{invariant} not judged on TE (docs/conformance.md)", file=out)
@@ -230,6 +254,7 @@ def report_json(programs: List[Program], args, te_source: Path, seconds: float,
                                        "te_steps": first.te_steps}
         invariants.append(entry)
     document = {"format": "fp8sm-te-explore/1", "te_source": str(te_source), "depth": args.depth,
+                "programs_file": str(args.programs) if args.programs else None,
                 "search_semantics": args.search_semantics, "programs": len(programs), "seconds": round(seconds, 1),
                 "invariants": invariants}
     if args.semantics:
@@ -254,6 +279,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="seconds a program may run on TE before it counts as a harness failure")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--data-inputs", action="store_true", help="the search's alphabet includes `data`")
+    parser.add_argument("--programs", type=Path, metavar="FILE",
+                        help="run these programs (lines of `explorer --programs --json`) instead of searching")
     parser.add_argument("--first-disagreement", action="store_true",
                         help="with --semantics: stop at the first program that disagrees (the mutation score's kill)")
     parser.add_argument("--expect-violated", default=None, metavar="I1,I4,...",
@@ -268,7 +295,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     started = time.monotonic()
     try:
         te = te_conformance.load_te(args.te_source)
-        programs = search_programs(args.explorer, args.depth, args.search_semantics, args.data_inputs)
+        if args.programs:
+            programs = read_programs(args.programs, args.search_semantics)
+            args.depth = max(p.depth for p in programs)
+        else:
+            programs = search_programs(args.explorer, args.depth, args.search_semantics, args.data_inputs)
         with te_workers.Workers(te, jobs=args.jobs or None, timeout=args.timeout, function=run_task) as pool:
             programs = run_on_te(pool, programs, args.semantics if args.first_disagreement else None)
         count_disagreements: List[Program] = []

@@ -1,8 +1,8 @@
 """The mutation score of the exhaustive check: which one-edit mutants of TE's state code the
 programs of `explorer --programs` tell apart from the model.
 
-    te_mutation_score.py --te-source DIR --explorer PATH [--depth N] [--jobs J] [--only ID]...
-                         [--json FILE]
+    te_mutation_score.py --te-source DIR --explorer PATH [--depth N | --programs FILE] [--jobs J]
+                         [--only ID]... [--json FILE]
 
 Every mutant of conformance/mutants/te-2.20.2.json (te_mutants.py) is applied to a copy of the
 TE tree, and `te_explore.py --semantics upstream --first-disagreement` runs the search's
@@ -11,6 +11,11 @@ first program, in discovery order (so a shortest one), whose TE result differs f
 counts, exception kinds, or the invariants violated. The unmutated TE agrees with the model on
 every program (CI checks it), so a difference is the mutant's doing. A mutant on which the
 harness itself stops (a stub it calls, a file that no longer loads) is reported as such.
+
+With --programs FILE (lines of `explorer --depth N --programs --json --data-inputs`, some of
+them kept by a filter) only those programs run: a kill there is a kill by a program of the
+search, a survival proves nothing for the programs left out. That is how a deep level's kills
+are found at a fraction of its cost.
 
 Prints a table, each survivor with the fixture's reason (equivalent, or what the language lacks),
 and the score: killed / (mutants - equivalent ones). Exit 0 when the score is at least
@@ -33,9 +38,10 @@ sys.path.insert(0, str(HERE))
 import te_mutants  # noqa: E402
 
 
-def explore(tree: Path, explorer: str, depth: int, jobs: int, timeout: int) -> dict:
+def explore(tree: Path, explorer: str, depth: int, jobs: int, timeout: int, programs: Optional[Path]) -> dict:
+    source = ["--programs", str(programs)] if programs else ["--depth", str(depth), "--data-inputs"]
     command = [sys.executable, str(HERE / "te_explore.py"), "--te-source", str(tree), "--explorer", explorer,
-               "--depth", str(depth), "--semantics", "upstream", "--first-disagreement", "--data-inputs",
+               *source, "--semantics", "upstream", "--first-disagreement",
                "--json"] + (["--jobs", str(jobs)] if jobs else [])
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -68,6 +74,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--explorer", default=str(HERE.parent / "build" / "explorer" / "explorer"))
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--programs", type=Path, metavar="FILE",
+                        help="run these programs (lines of `explorer --programs --json --data-inputs`), not a search")
     parser.add_argument("--only", action="append", default=[], metavar="ID")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per mutant")
     parser.add_argument("--target", type=float, default=95.0, help="the score to reach, in percent")
@@ -78,7 +86,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.only:
         mutants = [m for m in mutants if m.id in args.only]
     started = time.monotonic()
-    baseline = verdict(explore(args.te_source, args.explorer, args.depth, args.jobs, args.timeout))
+    if args.programs:
+        args.programs = args.programs.resolve()
+    baseline = verdict(explore(args.te_source, args.explorer, args.depth, args.jobs, args.timeout, args.programs))
     if baseline["killed"]:
         print(f"te_mutation_score: TE itself disagrees with the model ({baseline}); no score", file=sys.stderr)
         return 2
@@ -86,7 +96,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for m in mutants:
         with te_mutants.mutated_tree(m, args.te_source) as tree:
             row = {"id": m.id, "what": m.what, "equivalent": m.equivalent, "needs": list(m.needs),
-                   **verdict(explore(tree, args.explorer, args.depth, args.jobs, args.timeout))}
+                   **verdict(explore(tree, args.explorer, args.depth, args.jobs, args.timeout, args.programs))}
         rows.append(row)
         how = (f"killed by {row['by']}: {row.get('program', row.get('detail', ''))}" if row["killed"]
                else "survived" + (f" (equivalent: {m.equivalent})" if m.equivalent else ""))
@@ -95,7 +105,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     killed = [r for r in counted if r["killed"]]
     wrongly_equivalent = [r["id"] for r in rows if r["equivalent"] and r["killed"]]
     score = 100.0 * len(killed) / len(counted) if counted else 100.0
-    print(f"depth {args.depth}: {len(killed)} of {len(counted)} non-equivalent mutants killed ({score:.1f} %); "
+    scope = f"the programs of {args.programs}" if args.programs else f"depth {args.depth}"
+    print(f"{scope}: {len(killed)} of {len(counted)} non-equivalent mutants killed ({score:.1f} %); "
           f"{len(rows) - len(counted)} equivalent; {time.monotonic() - started:.0f} s")
     if wrongly_equivalent:
         print(f"killed although the fixture calls them equivalent: {', '.join(wrongly_equivalent)}")
@@ -103,7 +114,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not r["killed"] and not r["equivalent"]:
             print(f"SURVIVOR {r['id']}: {r['what']}")
     if args.json:
-        args.json.write_text(json.dumps({"depth": args.depth, "score": score, "rows": rows}, indent=1) + "\n")
+        args.json.write_text(json.dumps({"depth": args.depth, "programs": str(args.programs) if args.programs else None,
+                                         "score": score, "rows": rows}, indent=1) + "\n")
     return 0 if score >= args.target else 1
 
 

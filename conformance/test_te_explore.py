@@ -22,6 +22,7 @@ import inspect
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -568,6 +569,57 @@ def model_search(depth: int, semantics: str = "upstream") -> dict:
     return json.loads(done.stdout)
 
 
+def json_md_schema() -> Dict[str, List[Tuple[str, str, bool]]]:
+    """docs/json.md's tables, read as tests/test_json_documents.cpp reads them: per `## `/`### `
+    heading in backquotes, its rows (field, type, optional)."""
+    schema: Dict[str, List[Tuple[str, str, bool]]] = {}
+    current = None
+    for line in (HERE.parent / "docs" / "json.md").read_text().splitlines():
+        heading = re.match(r"^#{2,3} `([^`]+)`\s*$", line)
+        row = re.match(r"^\| `([a-z_]+)` \| ([^|]+?) \| .*\|\s*$", line)
+        if heading:
+            current = heading.group(1)
+            schema[current] = []
+        elif line.startswith("## "):
+            current = None
+        elif current and row:
+            kind = row.group(2)
+            schema[current].append((row.group(1), kind.removesuffix(" optional"), kind.endswith(" optional")))
+    return schema
+
+
+def schema_problems(value, kind: str, path: str, schema) -> List[str]:
+    """Where `value` is not a `kind` of docs/json.md (empty if it is)."""
+    if kind.startswith("null or "):
+        return [] if value is None else schema_problems(value, kind[len("null or "):], path, schema)
+    if kind.startswith("array of "):
+        if not isinstance(value, list):
+            return [f"{path}: not an array"]
+        return [p for i, v in enumerate(value) for p in schema_problems(v, kind[len("array of "):], f"{path}[{i}]", schema)]
+    if kind.startswith("map of "):
+        if not isinstance(value, dict):
+            return [f"{path}: not an object"]
+        return [p for k, v in value.items() for p in schema_problems(v, kind[len("map of "):], f"{path}.{k}", schema)]
+    plain = {"string": str, "boolean": bool, "integer": int, "number": (int, float)}
+    if kind in plain:
+        wrong = not isinstance(value, plain[kind]) or (kind != "boolean" and isinstance(value, bool))
+        return [f"{path}: not a {kind}"] if wrong else []
+    if kind not in schema:
+        return [f"{path}: docs/json.md describes no '{kind}'"]
+    if not isinstance(value, dict):
+        return [f"{path}: not an object"]
+    fields = {name: (t, optional) for name, t, optional in schema[kind]}
+    problems = [f"{path}.{k}: not in the table of '{kind}'" for k in value if k not in fields]
+    for name, (t, optional) in fields.items():
+        if name not in value:
+            problems += [] if optional else [f"{path}.{name}: missing"]
+        else:
+            problems += schema_problems(value[name], t, f"{path}.{name}", schema)
+    if list(value) != [name for name, _, _ in schema[kind] if name in value]:
+        problems.append(f"{path}: members not in the table's order")
+    return problems
+
+
 class EndToEnd(unittest.TestCase):
     """te_explore.py on TE 2.20.2 as a user runs it, against the C++ model's search of the same
     depth (an independent computation of which invariants fail, and how short a program shows
@@ -582,6 +634,7 @@ class EndToEnd(unittest.TestCase):
         listed = subprocess.run([explorer(), "--depth", "2", "--semantics", "upstream", "--programs", "--json"],
                                 capture_output=True, text=True).stdout.splitlines()
         self.assertEqual(document["format"], "fp8sm-te-explore/1")
+        self.assertEqual(schema_problems(document, "fp8sm-te-explore/1", "document", json_md_schema()), [])
         self.assertEqual((document["depth"], document["search_semantics"]), (2, "upstream"))
         self.assertEqual(document["programs"], len(listed))
         self.assertEqual([e["invariant"] for e in document["invariants"]], [f"I{i}" for i in range(1, 10)])
@@ -626,13 +679,48 @@ class EndToEnd(unittest.TestCase):
                     self.main_here("--depth", "1")]
         self.assertEqual(statuses, [0, 1, 1])
 
+    def test_the_schema_check_can_fail(self):
+        schema = json_md_schema()
+        step = {"forward_updates": 1, "backward_updates": 0, "raised": [], "violations": {"I1": "why"}}
+        self.assertEqual(schema_problems(step, "te step", "s", schema), [])
+        self.assertIn("s.extra: not in the table of 'te step'", schema_problems({**step, "extra": 1}, "te step", "s", schema))
+        self.assertEqual(schema_problems({**step, "violations": ["I1"]}, "te step", "s", schema), ["s.violations: not an object"])
+        self.assertEqual(schema_problems({k: v for k, v in step.items() if k != "raised"}, "te step", "s", schema),
+                         ["s.raised: missing"])
+        self.assertEqual(schema_problems(dict(reversed(step.items())), "te step", "s", schema),
+                         ["s: members not in the table's order"])
+
+    def test_a_saved_program_list(self):
+        # The lines of `explorer --programs --json` that a filter kept run as they are: the
+        # report counts those programs and judges them; a line under another semantics, or
+        # that is not such a line, is the harness's refusal (exit 2).
+        listed = subprocess.run([explorer(), "--depth", "2", "--semantics", "upstream", "--programs", "--json"],
+                                capture_output=True, text=True).stdout.splitlines()
+        kept = [line for line in listed if "backward" in json.loads(line)["program"]]
+        self.assertGreater(len(kept), 1)
+        self.assertLess(len(kept), len(listed))
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "kept.jsonl"
+            path.write_text("\n".join(kept) + "\n")
+            out = io.StringIO()
+            status = self.main_here("--programs", str(path), "--semantics", "upstream", "--json", out=out)
+            document = json.loads(out.getvalue())
+            self.assertEqual((document["programs"], document["programs_file"]), (len(kept), str(path)))
+            self.assertEqual(document["depth"], 2)
+            self.assertEqual(document["model"]["agreeing"], len(kept))
+            self.assertEqual(status, 1 if any(e["violated"] for e in document["invariants"]) else 0)
+            self.assertEqual(self.main_here("--programs", str(path), "--semantics", "pr3213"), 2)
+            path.write_text(kept[0] + "\n{\"format\": \"fp8sm-run/1\"}\n")
+            self.assertEqual(self.main_here("--programs", str(path)), 2)
+
     @staticmethod
-    def main_here(*arguments: str) -> int:
+    def main_here(*arguments: str, out: io.StringIO = None) -> int:
         """te_explore.main's exit status, run in this process with the TE it loaded (TE loads
-        once per process, and a process of its own costs seconds of imports); its report is
-        discarded."""
+        once per process, and a process of its own costs seconds of imports); its report goes to
+        `out`, or nowhere."""
         te = loaded_te()
-        with Broken(te_conformance, "load_te", lambda source: te), contextlib.redirect_stdout(io.StringIO()):
+        with Broken(te_conformance, "load_te", lambda source: te), contextlib.redirect_stdout(out or io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
             return te_explore.main(["--te-source", os.environ["TE_SOURCE"], "--explorer", explorer(), *arguments])
 
 if __name__ == "__main__":
