@@ -4,11 +4,15 @@ on TE, the invariants judged on what TE does.
     te_explore.py --te-source DIR --explorer PATH --depth N [--semantics S] [--jobs J] [--json]
                   [--data-inputs] [--expect-violated I1,I4,...]
     te_explore.py --te-source DIR --programs FILE [--semantics S] ...
+    te_explore.py ... --depth N --backward-depth M     # and the deeper programs that run a backward
 
 The programs are `explorer --depth N --programs --json` (one per distinct top-level state of
 the model's search, shortest first), or, with --programs FILE, the lines of such a list saved
 before (all of it, or the lines a filter kept: a part of the search's programs, so what it
-finds is a finding of the search, and what it does not find proves nothing for the rest). Each runs on TE (te_observe.ObservedRun: I1, I2, I4, I6,
+finds is a finding of the search, and what it does not find proves nothing for the rest).
+With --backward-depth M, the programs of up to M statements that run a Linear and a backward
+are added to those of up to N: the deeper level's programs where the recompute-time state code
+runs, at a twentieth of its cost (docs/conformance.md, "What CI runs"). Each runs on TE (te_observe.ObservedRun: I1, I2, I4, I6,
 I7, I9 from TE's own calls and globals), and so does the same program without its checkpoints
 (I8). The report has the explorer's form: per invariant, holding or violated, how many programs
 violate it, and the shortest such program with TE's results. With --semantics S, each program's
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import time
@@ -66,8 +71,22 @@ class Program:
         return out
 
 
-def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool) -> List[Program]:
-    command = [explorer, "--depth", str(depth), "--semantics", semantics, "--programs", "--json"]
+def runs_a_backward(text: str) -> bool:
+    """A program that runs a Linear and a backward (--backward-depth's deeper programs): where
+    recomputes, claims and their re-arms, the stash's pops and the frames' slots happen."""
+    return "backward" in text and "linear" in text
+
+
+DEPTH_FIELD = re.compile(r'"depth":(\d+)')
+
+
+def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool,
+                    backward_depth: int = 0) -> List[Program]:
+    """The search's programs to `depth`; with `backward_depth` (> depth), also those of up to
+    that many statements that run a Linear and a backward. One search to the deeper bound: its
+    programs of up to `depth` statements are the shallower search's, in the same order (the
+    search goes level by level)."""
+    command = [explorer, "--depth", str(max(depth, backward_depth)), "--semantics", semantics, "--programs", "--json"]
     if data_inputs:
         command.append("--data-inputs")
     done = subprocess.run(command, capture_output=True, text=True)
@@ -75,7 +94,12 @@ def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool
         raise te_conformance.HarnessFailure(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
     programs = []
     for line in done.stdout.splitlines():
+        # Most deeper programs are left out: read a line whole only if it is kept.
+        if int(DEPTH_FIELD.search(line).group(1)) > depth and not runs_a_backward(line):
+            continue
         document = json.loads(line)
+        if document["depth"] > depth and not runs_a_backward(document["program"]):
+            continue
         programs.append(Program(document["index"], document["depth"], document["program"], document["steps"]))
     return programs
 
@@ -195,7 +219,8 @@ def report_text(programs: List[Program], args, te_source: Path, seconds: float,
                 shrunk: Dict[int, str], out) -> None:
     te_side = verdicts(programs, "te")
     source = f"from {args.programs}" if args.programs else "the model's search"
-    print(f"TE from {te_source}: {len(programs)} programs of up to {args.depth} statements "
+    deeper = (f", and of up to {args.backward_depth} that run a Linear and a backward" if args.backward_depth else "")
+    print(f"TE from {te_source}: {len(programs)} programs of up to {args.depth} statements{deeper} "
           f"({source} under {args.search_semantics}), {seconds:.0f} s", file=out)
     for invariant in INVARIANTS:
         if invariant not in JUDGED_ON_TE:
@@ -254,6 +279,7 @@ def report_json(programs: List[Program], args, te_source: Path, seconds: float,
                                        "te_steps": first.te_steps}
         invariants.append(entry)
     document = {"format": "fp8sm-te-explore/1", "te_source": str(te_source), "depth": args.depth,
+                "backward_depth": args.backward_depth or None,
                 "programs_file": str(args.programs) if args.programs else None,
                 "search_semantics": args.search_semantics, "programs": len(programs), "seconds": round(seconds, 1),
                 "invariants": invariants}
@@ -279,6 +305,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="seconds a program may run on TE before it counts as a harness failure")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--data-inputs", action="store_true", help="the search's alphabet includes `data`")
+    parser.add_argument("--backward-depth", type=int, default=0, metavar="M",
+                        help="also the programs of up to M statements (M > --depth) that run a Linear and a backward")
     parser.add_argument("--programs", type=Path, metavar="FILE",
                         help="run these programs (lines of `explorer --programs --json`) instead of searching")
     parser.add_argument("--first-disagreement", action="store_true",
@@ -288,6 +316,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.depth < 1:
         parser.error("--depth must be 1 or more")
+    if args.backward_depth and args.backward_depth <= args.depth:
+        parser.error("--backward-depth must be more than --depth")
+    if args.backward_depth and args.programs:
+        parser.error("--backward-depth searches; --programs runs a saved list: one or the other")
     if args.first_disagreement and not args.semantics:
         parser.error("--first-disagreement needs --semantics")
     args.search_semantics = args.semantics or "upstream"
@@ -299,7 +331,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             programs = read_programs(args.programs, args.search_semantics)
             args.depth = max(p.depth for p in programs)
         else:
-            programs = search_programs(args.explorer, args.depth, args.search_semantics, args.data_inputs)
+            programs = search_programs(args.explorer, args.depth, args.search_semantics, args.data_inputs,
+                                       args.backward_depth)
         with te_workers.Workers(te, jobs=args.jobs or None, timeout=args.timeout, function=run_task) as pool:
             programs = run_on_te(pool, programs, args.semantics if args.first_disagreement else None)
         count_disagreements: List[Program] = []

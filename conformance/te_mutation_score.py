@@ -1,8 +1,8 @@
 """The mutation score of the exhaustive check: which one-edit mutants of TE's state code the
 programs of `explorer --programs` tell apart from the model.
 
-    te_mutation_score.py --te-source DIR --explorer PATH [--depth N | --programs FILE] [--jobs J]
-                         [--only ID]... [--json FILE]
+    te_mutation_score.py --te-source DIR --explorer PATH [--depth N [--backward-depth M] | --programs FILE]
+                         [--jobs J] [--only ID]... [--json FILE]
 
 Every mutant of conformance/mutants/te-2.20.2.json (te_mutants.py) is applied to a copy of the
 TE tree, and `te_explore.py --semantics upstream --first-disagreement` runs the search's
@@ -38,8 +38,10 @@ sys.path.insert(0, str(HERE))
 import te_mutants  # noqa: E402
 
 
-def explore(tree: Path, explorer: str, depth: int, jobs: int, timeout: int, programs: Optional[Path]) -> dict:
-    source = ["--programs", str(programs)] if programs else ["--depth", str(depth), "--data-inputs"]
+def explore(tree: Path, explorer: str, depth: int, backward_depth: int, jobs: int, timeout: int,
+            programs: Optional[Path]) -> dict:
+    source = (["--programs", str(programs)] if programs else
+              ["--depth", str(depth), "--data-inputs"] + (["--backward-depth", str(backward_depth)] if backward_depth else []))
     command = [sys.executable, str(HERE / "te_explore.py"), "--te-source", str(tree), "--explorer", explorer,
                *source, "--semantics", "upstream", "--first-disagreement",
                "--json"] + (["--jobs", str(jobs)] if jobs else [])
@@ -74,6 +76,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--explorer", default=str(HERE.parent / "build" / "explorer" / "explorer"))
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--backward-depth", type=int, default=0, metavar="M",
+                        help="and the programs of up to M statements that run a Linear and a backward (as CI)")
     parser.add_argument("--programs", type=Path, metavar="FILE",
                         help="run these programs (lines of `explorer --programs --json --data-inputs`), not a search")
     parser.add_argument("--only", action="append", default=[], metavar="ID")
@@ -88,7 +92,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     started = time.monotonic()
     if args.programs:
         args.programs = args.programs.resolve()
-    baseline = verdict(explore(args.te_source, args.explorer, args.depth, args.jobs, args.timeout, args.programs))
+
+    def run(tree: Path) -> dict:
+        return verdict(explore(tree, args.explorer, args.depth, args.backward_depth, args.jobs, args.timeout,
+                               args.programs))
+
+    baseline = run(args.te_source)
     if baseline["killed"]:
         print(f"te_mutation_score: TE itself disagrees with the model ({baseline}); no score", file=sys.stderr)
         return 2
@@ -96,7 +105,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for m in mutants:
         with te_mutants.mutated_tree(m, args.te_source) as tree:
             row = {"id": m.id, "what": m.what, "equivalent": m.equivalent, "needs": list(m.needs),
-                   **verdict(explore(tree, args.explorer, args.depth, args.jobs, args.timeout, args.programs))}
+                   **run(tree)}
         rows.append(row)
         how = (f"killed by {row['by']}: {row.get('program', row.get('detail', ''))}" if row["killed"]
                else "survived" + (f" (equivalent: {m.equivalent})" if m.equivalent else ""))
@@ -105,7 +114,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     killed = [r for r in counted if r["killed"]]
     wrongly_equivalent = [r["id"] for r in rows if r["equivalent"] and r["killed"]]
     score = 100.0 * len(killed) / len(counted) if counted else 100.0
-    scope = f"the programs of {args.programs}" if args.programs else f"depth {args.depth}"
+    scope = (f"the programs of {args.programs}" if args.programs else f"depth {args.depth}" +
+             (f" and the depth-{args.backward_depth} programs with a backward" if args.backward_depth else ""))
     print(f"{scope}: {len(killed)} of {len(counted)} non-equivalent mutants killed ({score:.1f} %); "
           f"{len(rows) - len(counted)} equivalent; {time.monotonic() - started:.0f} s")
     if wrongly_equivalent:
@@ -114,8 +124,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not r["killed"] and not r["equivalent"]:
             print(f"SURVIVOR {r['id']}: {r['what']}")
     if args.json:
-        args.json.write_text(json.dumps({"depth": args.depth, "programs": str(args.programs) if args.programs else None,
-                                         "score": score, "rows": rows}, indent=1) + "\n")
+        header = {"depth": args.depth, "backward_depth": args.backward_depth or None,
+                  "programs": str(args.programs) if args.programs else None}
+        args.json.write_text(json.dumps({**header, "score": score, "rows": rows}, indent=1) + "\n")
     return 0 if score >= args.target else 1
 
 

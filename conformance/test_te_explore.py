@@ -690,6 +690,23 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(schema_problems(dict(reversed(step.items())), "te step", "s", schema),
                          ["s: members not in the table's order"])
 
+    def test_the_deeper_programs_with_a_backward(self):
+        # --backward-depth 3 on --depth 2: the depth-2 search's programs, in its order, then
+        # exactly the depth-3 programs that run a Linear and a backward, with their indexes in
+        # the depth-3 search (read here from the explorer's own lists, not from the filter).
+        def listed(depth):
+            out = subprocess.run([explorer(), "--depth", str(depth), "--semantics", "upstream", "--programs", "--json"],
+                                 capture_output=True, text=True).stdout
+            return [json.loads(line) for line in out.splitlines()]
+        shallow, deep = listed(2), listed(3)
+        tokens = [set(re.findall(r"[a-z_]+", d["program"])) for d in deep]
+        wanted = [(d["index"], d["program"]) for d in shallow] + [
+            (d["index"], d["program"]) for d, t in zip(deep, tokens) if d["depth"] == 3 and {"backward", "linear"} <= t]
+        got = te_explore.search_programs(explorer(), 2, "upstream", False, backward_depth=3)
+        self.assertEqual([(p.index, p.text) for p in got], wanted)
+        self.assertGreater(len(got), len(shallow))
+        self.assertLess(len(got), len(deep))
+
     def test_a_saved_program_list(self):
         # The lines of `explorer --programs --json` that a filter kept run as they are: the
         # report counts those programs and judges them; a line under another semantics, or
