@@ -608,10 +608,15 @@ class Driver {
     graph.nodes.push_back(std::move(node));
   }
 
-  // Nodes that were never backpropagated and never will be: the observer learns they were
-  // discarded, and the checkpoints they held are released.
+  // Nodes that will never be backpropagated (again): the observer learns that those whose
+  // backward never ran were discarded unused, and the checkpoints they held are released. A
+  // module node whose backward ran (a retained graph's, before an exception ended the step) is
+  // not one: if it owned, it made its update, so it stays a live owner for I3, as TE's
+  // observer counts it (an owner is live while torch keeps its context or after its backward).
   Done abandon_nodes(const Nodes& nodes) {
-    for (const NodeT& node : nodes) observer_->node_discarded(node.id);
+    for (const NodeT& node : nodes) {
+      if (!node.backward_ran) observer_->node_discarded(node.id);
+    }
     return drop_nodes(nodes);
   }
   // Nodes that will never be backpropagated (again): checkpoints they held are released.

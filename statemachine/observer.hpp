@@ -34,7 +34,8 @@ class Observer : public Hooks {
   virtual void module_computed(ModuleId, bool /*recompute*/) {}
   // An autograd node was recorded; `live` is false when its graph is never backpropagated.
   virtual void node_recorded(NodeId, ModuleId, bool /*owner*/, bool /*live*/) {}
-  // A `try` caught an exception: what its body recorded is never backpropagated.
+  // A node dropped unused: it will never be backpropagated (a `try` caught an exception, an
+  // exception ended the step, `data` restarted the chain) and its backward never ran.
   virtual void node_discarded(NodeId) {}
 
   virtual void backward_pass_begin() {}

@@ -157,6 +157,18 @@ TEST(Exceptions, UncaughtExceptionDiscardsTheStepGraphButNotSavedTapes) {
   EXPECT_EQ(log.log, (std::vector<std::string>{"discard1"}));
 }
 
+// Only nodes dropped unused are discarded: L0 and L1 ran their backward (a retained graph)
+// before the exception ended the step, so they are not; the L0 recorded after is (node 2).
+// An owner that made its update stays a live owner for I3 (spec §5), as TE's observer has it.
+TEST(Exceptions, NodesWhoseBackwardRanAreNotDiscardedWithTheirStep) {
+  ExtentLog log;
+  const auto steps = run("autocast on { linear L0; linear L1; backward retain; linear L0; raise always }",
+                         Semantics::Upstream, &log);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].backward_updates, 1);  // L0 owned, and its backward ran
+  EXPECT_EQ(log.log, (std::vector<std::string>{"discard2"}));
+}
+
 TEST(Steps, EndOfFileEndsTheLastStepAndATrailingStepAddsNone) {
   EXPECT_EQ(run("").size(), 0u);
   EXPECT_EQ(run("autocast on { linear L0 }").size(), 1u);
