@@ -44,8 +44,9 @@ model is consulted. Each check says which of TE's observable facts it reads:
       the scale, which names the history (the same history and row 0 give the same name).
       TE's stash, pop and restore copy these tensors as they are. A recompute's k-th cast of
       a module must see the scaling that module's k-th cast saw in the checkpoint's original
-      forward, the scaling after the recompute must be what it was before its first pop, and
-      no forward update folds a row 0 holding a recompute's or an earlier step's amax.
+      forward, the scaling after the recompute (at its activation-recompute context's exit,
+      after any update the autocast inside it made) must be what it was before its first pop,
+      and no forward update folds a row 0 holding a recompute's or an earlier step's amax.
 """
 
 from __future__ import annotations
@@ -166,6 +167,10 @@ class ObservedRun(te_harness.Run):
         # each module saw per checkpoint, and the names of amax sets and histories.
         self.step_number = 1
         self.extents: List[dict] = []
+        # Per recompute entered and not yet left: its modules' forward scaling before their
+        # first pop, checked when the recompute ends (its activation-recompute context's exit,
+        # after the autocast inside it, whose exit may update), as the model's RecomputeExit.
+        self.recomputes_open: List[Dict[str, object]] = []
         self.seen: Dict[tuple, List[float]] = {}
         self.tags: Dict[float, frozenset] = {}  # what each amax number of this run stands for
         self.updating_forward = True
@@ -309,9 +314,15 @@ class ObservedRun(te_harness.Run):
         finally:
             self.functions.pop()
             self.extents.pop()
-            for name, before in extent["before_pop"].items():
-                if self._meta_state(name) != before:
-                    self.violations.add("I5", f"a recompute leaves the forward scaling of {name} changed")
+            if recompute and self.recomputes_open:
+                self.recomputes_open[-1].update(extent["before_pop"])
+            else:
+                self._check_scaling_kept(extent["before_pop"])
+
+    def _check_scaling_kept(self, before_pop: Dict[str, object]) -> None:
+        for name, before in before_pop.items():
+            if self._meta_state(name) != before:
+                self.violations.add("I5", f"a recompute leaves the forward scaling of {name} changed")
 
     def recompute_uncaptured(self, enter) -> None:
         self.uncaptured = True
@@ -342,6 +353,10 @@ class ObservedRun(te_harness.Run):
             self.closed_scopes.append(scope)
         elif (kind == "user_autocast_enter" and q.autocast_depth == 1) or (kind == "recompute_enter" and not raised):
             self.scopes.append({"recompute": kind == "recompute_enter", "entry": before, "owners": []})
+        if kind == "recompute_enter" and not raised:
+            self.recomputes_open.append({})
+        elif kind == "recompute_exit" and self.recomputes_open:
+            self._check_scaling_kept(self.recomputes_open.pop())
         elif not before and after and self.scopes and self.scopes[-1]["owners"]:
             self.revivals.append(list(self.scopes[-1]["owners"]))
 

@@ -332,6 +332,19 @@ class I5Scaling(VerdictTest):
         self.assert_verdict(row(2), [(2, 1)], {"I1", "I3", "I6", "I8"})
         self.assert_verdict(TWO_STEPS, [(2, 1), (2, 1)], {"I1", "I3", "I6", "I8"})
 
+    def test_an_update_inside_the_recompute_that_folds_the_original_amax(self):
+        # Found by the depth-5 programs (scripts/te-explore.sh --backward-depth 5): the outer
+        # autocast disables FP8, so no forward update follows the forward and L0's row 0 keeps
+        # its original cast's amax. The recompute's autocast (enabled: the checkpoint ran with
+        # FP8) exits at depth 0 and updates, after end_forward's restore put that row 0 back:
+        # the update folds it, and L0's scaling after the recompute is not what it was before
+        # its pop (I5, spec §5), beside I1 (an update from a recompute), I3, I6 and I8 (0/1
+        # without the checkpoint). Judged when the update came after the function returned,
+        # before the recompute's context exited, I5 looked held.
+        result = self.assert_verdict("autocast off { autocast on { checkpoint reentrant { linear L0 } } }; backward",
+                                     [(1, 1)], {"I1", "I3", "I5", "I6", "I8"})
+        self.assertIn("leaves the forward scaling of L0 changed", result["steps"][0]["violations"]["I5"])
+
     def test_a_recompute_that_does_not_restore_is_seen(self):
         te = loaded_te()
         with Broken(te.manager, "restore_fp8_meta_tensors", staticmethod(lambda fp8_meta: None)):
