@@ -12,12 +12,14 @@ before (all of it, or the lines a filter kept: a part of the search's programs, 
 finds is a finding of the search, and what it does not find proves nothing for the rest).
 With --backward-depth M, the programs of up to M statements that run a Linear and a backward
 are added to those of up to N: the deeper level's programs where the recompute-time state code
-runs, at a twentieth of its cost (docs/conformance.md, "What CI runs"). Each runs on TE (te_observe.ObservedRun: I1, I2, I4, I6,
-I7, I9 from TE's own calls and globals), and so does the same program without its checkpoints
-(I8). The report has the explorer's form: per invariant, holding or violated, how many programs
-violate it, and the shortest such program with TE's results. With --semantics S, each program's
-TE result is also compared with the model's under S (counts and exception kinds, then the
-violated invariants); every count disagreement is shrunk to a minimal program.
+runs, one in twenty-five of them (docs/conformance.md, "What CI runs").
+
+Each program runs on TE (te_observe.ObservedRun: I1 to I9 from TE's own calls and globals), and
+so does the same program without its checkpoints (I8). The report has the explorer's form: per
+invariant, holding or violated, how many programs violate it, and the shortest such program
+with TE's results. With --semantics S, each program's TE result is also compared with the
+model's under S (counts and exception kinds, then the violated invariants); every count
+disagreement is shrunk to a minimal program.
 
 Exit status: 0 all invariants hold on TE (with --expect-violated: exactly those are violated,
 and with --semantics every program agrees); 1 otherwise; 2 the harness could not run.
@@ -77,7 +79,8 @@ def runs_a_backward(text: str) -> bool:
     return "backward" in text and "linear" in text
 
 
-DEPTH_FIELD = re.compile(r'"depth":(\d+)')
+# The depth and program of an `explorer --programs --json` line, read without parsing it.
+DEPTH_AND_PROGRAM = re.compile(r'"depth":(\d+),"program":"([^"]*)"')
 
 
 def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool,
@@ -94,8 +97,9 @@ def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool
         raise te_conformance.HarnessFailure(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
     programs = []
     for line in done.stdout.splitlines():
-        # Most deeper programs are left out: read a line whole only if it is kept.
-        if int(DEPTH_FIELD.search(line).group(1)) > depth and not runs_a_backward(line):
+        # Most deeper programs are left out: parse a line only if it may be kept.
+        fields = DEPTH_AND_PROGRAM.search(line)
+        if fields and int(fields.group(1)) > depth and not runs_a_backward(fields.group(2)):
             continue
         document = json.loads(line)
         if document["depth"] > depth and not runs_a_backward(document["program"]):
