@@ -353,12 +353,13 @@ class ObservedRun(te_harness.Run):
             self.closed_scopes.append(scope)
         elif (kind == "user_autocast_enter" and q.autocast_depth == 1) or (kind == "recompute_enter" and not raised):
             self.scopes.append({"recompute": kind == "recompute_enter", "entry": before, "owners": []})
+        elif not before and after and self.scopes and self.scopes[-1]["owners"]:
+            self.revivals.append(list(self.scopes[-1]["owners"]))
+        # I5's check of the scaling a recompute leaves (function_call keeps what it needs).
         if kind == "recompute_enter" and not raised:
             self.recomputes_open.append({})
         elif kind == "recompute_exit" and self.recomputes_open:
             self._check_scaling_kept(self.recomputes_open.pop())
-        elif not before and after and self.scopes and self.scopes[-1]["owners"]:
-            self.revivals.append(list(self.scopes[-1]["owners"]))
 
     def claimed(self, result: bool) -> None:
         self.bit_event("claim")
