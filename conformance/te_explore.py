@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
@@ -58,6 +57,11 @@ class Program:
     model_steps: List[dict]        # `explorer run --json`'s steps under the search's semantics
     te_steps: List[dict] = field(default_factory=list)
 
+    @classmethod
+    def from_document(cls, document: dict) -> "Program":
+        """One `fp8sm-program/1` line of `explorer --programs --json`."""
+        return cls(document["index"], document["depth"], document["program"], document["steps"])
+
     def te_violations(self) -> Dict[str, str]:
         out: Dict[str, str] = {}
         for step in self.te_steps:
@@ -79,10 +83,6 @@ def runs_a_backward(text: str) -> bool:
     return "backward" in text and "linear" in text
 
 
-# The depth and program of an `explorer --programs --json` line, read without parsing it.
-DEPTH_AND_PROGRAM = re.compile(r'"depth":(\d+),"program":"([^"]*)"')
-
-
 def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool,
                     backward_depth: int = 0) -> List[Program]:
     """The search's programs to `depth`; with `backward_depth` (> depth), also those of up to
@@ -97,14 +97,9 @@ def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool
         raise te_conformance.HarnessFailure(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
     programs = []
     for line in done.stdout.splitlines():
-        # Most deeper programs are left out: parse a line only if it may be kept.
-        fields = DEPTH_AND_PROGRAM.search(line)
-        if fields and int(fields.group(1)) > depth and not runs_a_backward(fields.group(2)):
-            continue
         document = json.loads(line)
-        if document["depth"] > depth and not runs_a_backward(document["program"]):
-            continue
-        programs.append(Program(document["index"], document["depth"], document["program"], document["steps"]))
+        if document["depth"] <= depth or runs_a_backward(document["program"]):
+            programs.append(Program.from_document(document))
     return programs
 
 
@@ -120,7 +115,7 @@ def read_programs(path: Path, semantics: str) -> List[Program]:
                 raise ValueError(f"format {document.get('format')!r}, not fp8sm-program/1")
             if document["semantics"] != semantics:
                 raise ValueError(f"the model's run is under {document['semantics']}, not {semantics}")
-            programs.append(Program(document["index"], document["depth"], document["program"], document["steps"]))
+            programs.append(Program.from_document(document))
         except (ValueError, KeyError, TypeError) as e:
             raise te_conformance.HarnessFailure(f"{path}:{number}: not an explorer --programs --json line: {e}")
     if not programs:
