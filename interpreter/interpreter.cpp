@@ -162,11 +162,12 @@ driver::Done BasicInterpreter<S>::execute(const LoggedStatement& s, std::size_t 
     case Op::Close:
       return close_scope(at);
     case Op::Linear: {
-      // §3.2: the casts read the live meta; a model node keeps nothing for its backward. With
-      // grad on its output requires grad (its weight does).
+      // §3.2: the casts read the live meta; a model node keeps whether its input required
+      // grad. With grad on its output requires grad (its weight does).
       bool fp8 = false;
       if (driver_.module_forward_begin(s.name, fp8) == Done::Raising) return Done::Raising;
-      if (driver_.module_forward_end(s.name, {}) == Done::Raising) return Done::Raising;
+      const typename ModelTraits<S>::NodePayload node{static_cast<std::uint8_t>(state_->requires_grad)};
+      if (driver_.module_forward_end(s.name, node) == Done::Raising) return Done::Raising;
       if (machine_.grad_enabled()) state_->requires_grad = true;
       return Done::Normally;
     }

@@ -48,16 +48,20 @@ struct Body {
   bool input_requires_grad = true;
 };
 
-// The interpreter as the driver's host: a node keeps nothing (there are no tensors), a body is
-// a slice of the log.
+// The interpreter as the driver's host: a node keeps no tensors, only whether its input
+// required grad; a body is a slice of the log.
 template <class S>
 struct ModelTraits {
   using Storage = S;
   using Host = BasicInterpreter<S>;
-  // A byte that is always 0, not an empty struct: the search hashes nodes and slots as bytes,
-  // and an empty member's byte would be padding.
+  // What TE's Linear keeps in its autograd context of its input (ctx.requires_dgrad): its
+  // backward branches on it (no input gradient for data). No invariant of the model reads it,
+  // but the search's states are also the program list TE is tested on (docs/conformance.md),
+  // and a TE that claimed on the input's grad would tell `data; autocast on { linear L0` from
+  // `autocast on { linear L0`, so the model keeps them apart too. A byte, not a bool: the
+  // search hashes nodes and slots as bytes.
   struct NodePayload {
-    std::uint8_t unused = 0;
+    std::uint8_t input_requires_grad = 1;
   };
   using Body = interpreter::Body<S>;
 };
