@@ -342,7 +342,10 @@ class Driver {
                                            if (fire(spec::GradPop{}) == Done::Raising) return;
                                            if (fire(spec::BackwardPassEnd{false}) == Done::Raising) return;
                                            observer_->backward_pass_end(false);
-                                           if (!retain && !was_freed) (void)drop_nodes(nodes);
+                                           // Those whose backward did not complete were dropped
+                                           // unused: the pass freed them (TE's observer: their
+                                           // contexts are gone, no backward ran).
+                                           if (!retain && !was_freed) (void)abandon_nodes(nodes);
                                          });
     if (passed == Done::Raising) return Done::Raising;
     if (fire(spec::GradPop{}) == Done::Raising) return Done::Raising;
@@ -476,6 +479,7 @@ class Driver {
           if (backpropagate_checkpoint(node.reentrant) == Done::Raising) return Done::Raising;
           break;
       }
+      node.backward_ran = true;  // for a pass that fails later: what it drops unused (abandon_nodes)
       if (GraphT* graph = kept_graph(kept)) {
         graph->nodes[i].backward_ran = true;
         graph->nodes[i].freed = !retain;
@@ -496,7 +500,7 @@ class Driver {
       if (recomputed == Done::Raising) return Done::Raising;
     }
     const Done passed = leaving_on_raise([&] { return backpropagate(sub_graph.nodes, kNoGraph, false); },
-                                         [&] { (void)drop_nodes(sub_graph.nodes); });
+                                         [&] { (void)abandon_nodes(sub_graph.nodes); });
     if (passed == Done::Raising) return Done::Raising;
     return drop_nodes(sub_graph.nodes);  // torch backpropagates the sub-graph without retaining it
   }

@@ -26,6 +26,18 @@ constexpr const char* kRevivedAfterTheOwnersBackward =
 // finds no live owner.
 constexpr const char* kRevivedAfterTheOwnerWasDropped = "autocast on { autocast on { linear L0; raise always } }";
 
+// L0 claims inside the inner autocast, whose exit revives the bit. The backward enters L0's
+// backward, whose unpack recomputes the frame: the recompute's first L0 takes the one stash
+// entry, the second finds none (IndexError). L0's backward never completed, so the pass that
+// failed (with or without retain) leaves it dropped unused when the exception ends the step:
+// no live owner for the revival. Found on depth-6 programs: without retain the model kept the
+// failed pass's nodes as live owners (dropped, not discarded); TE's observer, with retain,
+// counted L0's backward as run from its first line.
+constexpr const char* kOwnersBackwardFailedAtItsUnpack =
+    "autocast off { checkpoint nonreentrant { linear L0; autocast on { linear L0 } }; backward }";
+constexpr const char* kOwnersBackwardFailedAtItsUnpackRetained =
+    "autocast off { checkpoint nonreentrant { linear L0; autocast on { linear L0 } }; backward retain }";
+
 bool violates_i3(const char* text, Semantics s) {
   const explorer::ScenarioReport report = test_support::run_text(text, s);
   EXPECT_EQ(report.steps.size(), 1u);
@@ -54,6 +66,18 @@ TEST(OwnershipLiveness, AnOwnerWhoseBackwardRanStaysLiveWhenAnExceptionEndsTheSt
 TEST(OwnershipLiveness, AnOwnerDroppedUnusedIsNotLive) {
   EXPECT_FALSE(violates_i3(kRevivedAfterTheOwnerWasDropped, Semantics::Upstream));
   EXPECT_FALSE(search_violates_i3(kRevivedAfterTheOwnerWasDropped, Semantics::Upstream));
+}
+
+TEST(OwnershipLiveness, AnOwnerWhoseBackwardFailedAtItsUnpackIsNotLive) {
+  for (const char* text : {kOwnersBackwardFailedAtItsUnpack, kOwnersBackwardFailedAtItsUnpackRetained}) {
+    const explorer::ScenarioReport report = test_support::run_text(text, Semantics::Upstream);
+    ASSERT_EQ(report.steps.size(), 1u) << text;
+    ASSERT_EQ(report.steps[0].raised.size(), 1u) << text;
+    EXPECT_EQ(report.steps[0].raised[0].kind, spec::ExceptionKind::IndexError) << text;
+    EXPECT_EQ(report.steps[0].backward_updates, 0) << text;
+    EXPECT_FALSE(violates_i3(text, Semantics::Upstream)) << text;
+    EXPECT_FALSE(search_violates_i3(text, Semantics::Upstream)) << text;
+  }
 }
 
 }  // namespace
