@@ -4,15 +4,16 @@ on TE, the invariants judged on what TE does.
     te_explore.py --te-source DIR --explorer PATH --depth N [--semantics S] [--jobs J] [--json]
                   [--data-inputs] [--expect-violated I1,I4,...]
     te_explore.py --te-source DIR --programs FILE [--semantics S] ...
-    te_explore.py ... --depth N --backward-depth M     # and the deeper programs that run a backward
+    te_explore.py ... --depth N --backward-depth M     # and deeper programs that recompute Linears
 
 The programs are `explorer --depth N --programs --json` (one per distinct top-level state of
 the model's search, shortest first), or, with --programs FILE, the lines of such a list saved
 before (all of it, or the lines a filter kept: a part of the search's programs, so what it
 finds is a finding of the search, and what it does not find proves nothing for the rest).
-With --backward-depth M, the programs of up to M statements that run a Linear and a backward
-are added to those of up to N: the deeper level's programs where the recompute-time state code
-runs, one in twenty-five of them (docs/conformance.md, "What CI runs").
+With --backward-depth M, programs of up to M statements are added to those of up to N: those
+that run a backward and hold a Linear inside a checkpoint for each statement past N (`explorer
+--programs-beyond N`), where the state code that runs at recompute time meets one more module
+forward per level (docs/conformance.md, "What CI runs").
 
 Each program runs on TE (te_observe.ObservedRun: I1 to I9 from TE's own calls and globals), and
 so does the same program without its checkpoints (I8). The report has the explorer's form: per
@@ -77,30 +78,22 @@ class Program:
         return out
 
 
-def runs_a_backward(text: str) -> bool:
-    """A program that runs a Linear and a backward (--backward-depth's deeper programs): where
-    recomputes, claims and their re-arms, the stash's pops and the frames' slots happen."""
-    return "backward" in text and "linear" in text
-
-
 def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool,
                     backward_depth: int = 0) -> List[Program]:
     """The search's programs to `depth`; with `backward_depth` (> depth), also those of up to
-    that many statements that run a Linear and a backward. One search to the deeper bound: its
-    programs of up to `depth` statements are the shallower search's, in the same order (the
-    search goes level by level)."""
+    that many statements that the explorer's --programs-beyond keeps. One search to the deeper
+    bound: its programs of up to `depth` statements are the shallower search's, in the same
+    order and with the same indexes (the search goes level by level)."""
     command = [explorer, "--depth", str(max(depth, backward_depth)), "--semantics", semantics, "--programs", "--json"]
+    if backward_depth:
+        command += ["--programs-beyond", str(depth)]
     if data_inputs:
         command.append("--data-inputs")
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise te_conformance.HarnessFailure(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
     programs = []
-    for line in done.stdout.splitlines():
-        document = json.loads(line)
-        if document["depth"] <= depth or runs_a_backward(document["program"]):
-            programs.append(Program.from_document(document))
-    return programs
+    return [Program.from_document(json.loads(line)) for line in done.stdout.splitlines()]
 
 
 def read_programs(path: Path, semantics: str) -> List[Program]:
@@ -218,7 +211,8 @@ def report_text(programs: List[Program], args, te_source: Path, seconds: float,
                 shrunk: Dict[int, str], out) -> None:
     te_side = verdicts(programs, "te")
     source = f"from {args.programs}" if args.programs else "the model's search"
-    deeper = (f", and of up to {args.backward_depth} that run a Linear and a backward" if args.backward_depth else "")
+    deeper = (f", and of up to {args.backward_depth} that recompute a Linear per statement past {args.depth}"
+              if args.backward_depth else "")
     print(f"TE from {te_source}: {len(programs)} programs of up to {args.depth} statements{deeper} "
           f"({source} under {args.search_semantics}), {seconds:.0f} s", file=out)
     for invariant in INVARIANTS:
@@ -305,7 +299,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--data-inputs", action="store_true", help="the search's alphabet includes `data`")
     parser.add_argument("--backward-depth", type=int, default=0, metavar="M",
-                        help="also the programs of up to M statements (M > --depth) that run a Linear and a backward")
+                        help="also the programs of up to M statements (M > --depth) that run a backward and hold a "
+                             "Linear inside a checkpoint for each statement past --depth")
     parser.add_argument("--programs", type=Path, metavar="FILE",
                         help="run these programs (lines of `explorer --programs --json`) instead of searching")
     parser.add_argument("--first-disagreement", action="store_true",

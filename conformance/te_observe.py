@@ -55,7 +55,7 @@ import copy
 import gc
 import hashlib
 import weakref
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 import scenario
 import te_harness
@@ -145,6 +145,10 @@ class ObservedRun(te_harness.Run):
         self.calling: List[int] = []
         self.functions: List[int] = []
         self.stash_tags: Dict[int, tuple] = {}
+        # The checkpoint calls that entered their activation-recompute region (a plain call,
+        # #3394's, or a nested one none of whose inputs needs grad, enters none): a stash entry
+        # belongs to the innermost of those running, as the model's extents have it.
+        self.region_calls: Set[int] = set()
         self.fifo_popped: List[Optional[int]] = []
         self.bit_popped_for: Optional[int] = None
         self.uncaptured = False
@@ -472,12 +476,28 @@ class ObservedRun(te_harness.Run):
             buffer, position = cls.quantization_state.fp8_tensors_recompute_buffer, fp8_meta.get(key)
             return list(buffer[position]) if isinstance(position, int) and 0 <= position < len(buffer) else []
 
+        def stash_owner():
+            """The checkpoint a stash entry pushed now belongs to: the innermost extent that
+            entered its region, if it is an original forward (None inside a recompute, 0
+            outside any: the model's CheckpointNumerics::stash)."""
+            for extent in reversed(run.extents):
+                if extent["recompute"]:
+                    return None
+                if extent["checkpoint"] in run.region_calls:
+                    return extent["checkpoint"]
+            return 0
+
+        def popping_recompute():
+            """Whose recompute a pop happens in: the innermost recompute running (None outside)."""
+            recomputes = [e for e in run.extents if e["recompute"]]
+            return recomputes[-1]["checkpoint"] if recomputes else None
+
         def stash_push(cls, fp8_meta):
             before = {id(entry) for entry in stash_entries(cls, fp8_meta)}
             push(cls, fp8_meta)
             for entry in stash_entries(cls, fp8_meta):
                 if id(entry) not in before:
-                    run.stash_tags[id(entry)] = (entry, run.functions[-1] if run.functions else 0)
+                    run.stash_tags[id(entry)] = (entry, stash_owner())
 
         def stash_pop(cls, fp8_meta):
             recomputes = [e for e in run.extents if e["recompute"]]
@@ -493,7 +513,7 @@ class ObservedRun(te_harness.Run):
             left = {id(entry) for entry in stash_entries(cls, fp8_meta)}
             taken = [entry for entry in before if id(entry) not in left]  # the entry TE popped
             tag = run.stash_tags.pop(id(taken[0]), (None, None))[1] if taken else None
-            if tag != (run.functions[-1] if run.functions else None):
+            if tag is None or tag != popping_recompute():
                 run.violations.add("I4", "a stash entry is popped by another checkpoint's recompute")
 
         def registration(cls, fp8_meta):
@@ -527,6 +547,8 @@ class ObservedRun(te_harness.Run):
 
         def arf_enter(self_):
             run.fifo_popped = []
+            if self_.activation_recompute and not self_.recompute_phase and run.calling:
+                run.region_calls.add(run.calling[-1])
             try:
                 result = enter(self_)
             except (KeyError, IndexError):
@@ -592,9 +614,13 @@ class ObservedRun(te_harness.Run):
         linear_backward = te.linear._Linear.__dict__["backward"].__func__
 
         def backward_noted(ctx, *args, **kwargs):
+            # Ran means completed (the model's Node::backward_ran): a backward whose unpack
+            # failed (its recompute raised) made no update, and its node is dropped unused
+            # with the step the exception ends.
+            grads = linear_backward(ctx, *args, **kwargs)
             if id(ctx) in run.owner_of_context:
                 run.owner_of_context[id(ctx)]["backward_ran"] = True
-            return linear_backward(ctx, *args, **kwargs)
+            return grads
 
         patch.set(te.linear._Linear, "backward", staticmethod(backward_noted))
         patch.set(te_stubs, "GEMM_OBSERVER", run.on_gemm)

@@ -246,6 +246,18 @@ class I3Ownership(VerdictTest):
         # owners: one; the revival happened with no live owner. I3 holds (and I2: one update).
         self.assert_verdict(OWNER_DROPPED_BY_TRY, [(1, 1)], set())
 
+    def test_an_owner_whose_backward_failed_at_its_unpack_is_not_live(self):
+        # Found by depth-6 programs: L0 claims inside the nested autocast, whose exit revives
+        # the bit (I3 if L0 stays live). The backward enters L0's backward, whose unpack
+        # recomputes; the recompute's first L0 takes the one stash entry and the second finds
+        # none (IndexError, I4; I8: no such error without the checkpoint). L0's backward never
+        # completed, so the exception drops its node unused and the revival harms nothing:
+        # I3 holds, as in the model. Marked as run when its backward began, L0 looked live.
+        result = self.assert_verdict(
+            "autocast off { checkpoint nonreentrant { linear L0; autocast on { linear L0 } }; backward retain }",
+            [(0, 0)], {"I4", "I8"})
+        self.assertEqual(result["steps"][0]["raised"][0]["kind"], "IndexError")
+
     def test_a_claim_that_never_clears_the_bit_is_seen(self):
         te = loaded_te()
         keeps = lambda: bool(te.manager.quantization_state.is_first_fp8_module)  # noqa: E731
@@ -283,6 +295,18 @@ class I4Pairing(VerdictTest):
         # backward comes first and takes the front, A's own (so does the FIFO). No I4.
         self.assert_verdict(row(2), [(2, 1)], {"I1", "I3", "I6", "I8"})
         self.assert_verdict(TWO_TAPES_ONE_MODULE, [(4, 2)], {"I1", "I3", "I6", "I8"})
+
+    def test_an_entry_stashed_under_a_plain_nested_call_is_the_enclosing_checkpoint_s(self):
+        # Found by depth-6 programs: the inner checkpoint runs inside the outer one's forward,
+        # under no_grad, so none of its inputs needs grad and it enters no region of its own;
+        # L0's stash entry is pushed in the outer checkpoint's region and the outer
+        # checkpoint's recompute pops it (its first L0 runs with FP8: the module's meta is
+        # FP8 since the inner call). Its own entry, as the model's extents have it: no I4.
+        # Tagged with the innermost function running (the inner call, which never
+        # recomputes), the pop looked like another checkpoint's.
+        self.assert_verdict(
+            "checkpoint reentrant { linear L0; autocast on { checkpoint reentrant { linear L0 } } }; backward",
+            [(1, 2)], {"I1", "I2", "I3", "I5", "I6", "I8"})
 
     def fifo_popping_the_back(self):
         te = loaded_te()
@@ -703,22 +727,39 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(schema_problems(dict(reversed(step.items())), "te step", "s", schema),
                          ["s: members not in the table's order"])
 
-    def test_the_deeper_programs_with_a_backward(self):
-        # --backward-depth 3 on --depth 2: the depth-2 search's programs, in its order, then
-        # exactly the depth-3 programs that run a Linear and a backward, with their indexes in
-        # the depth-3 search (read here from the explorer's own lists, not from the filter).
+    def test_the_deeper_programs_that_recompute_linears(self):
+        # --backward-depth 4 on --depth 2: the depth-2 search's programs, in its order, then
+        # exactly the programs of 3 and 4 statements that run a backward and hold a Linear
+        # inside a checkpoint per statement past 2, with their indexes in the depth-4 search
+        # (read here from the explorer's whole list and judged by a tokenizer of this test's
+        # own, not by the explorer's --programs-beyond).
         def listed(depth):
             out = subprocess.run([explorer(), "--depth", str(depth), "--semantics", "upstream", "--programs", "--json"],
                                  capture_output=True, text=True).stdout
             return [json.loads(line) for line in out.splitlines()]
-        shallow, deep = listed(2), listed(3)
-        tokens = [set(re.findall(r"[a-z_]+", d["program"])) for d in deep]
+
+        def linears_in_checkpoints(text):
+            opened, inside = [], 0
+            for token in re.findall(r"checkpoint \w+ \{|autocast \w+ \{|no_grad \{|try \{|\}|linear", text):
+                if token == "}":
+                    opened.pop()
+                elif token == "linear":
+                    inside += any(opened)
+                else:
+                    opened.append(token.startswith("checkpoint"))
+            return inside
+
+        shallow, deep = listed(2), listed(4)
         wanted = [(d["index"], d["program"]) for d in shallow] + [
-            (d["index"], d["program"]) for d, t in zip(deep, tokens) if d["depth"] == 3 and {"backward", "linear"} <= t]
-        got = te_explore.search_programs(explorer(), 2, "upstream", False, backward_depth=3)
+            (d["index"], d["program"]) for d in deep
+            if d["depth"] > 2 and "backward" in d["program"] and linears_in_checkpoints(d["program"]) >= d["depth"] - 2]
+        got = te_explore.search_programs(explorer(), 2, "upstream", False, backward_depth=4)
         self.assertEqual([(p.index, p.text) for p in got], wanted)
+        self.assertEqual([p.depth for p in got], sorted(p.depth for p in got))
+        self.assertIn("checkpoint reentrant { linear L0; linear L1 }; backward", [p.text for p in got])
+        self.assertNotIn("checkpoint reentrant { linear L0 }; linear L1; backward retain", [p.text for p in got])
+        self.assertIn("checkpoint reentrant { linear L0 }; linear L1; backward retain", [d["program"] for d in deep])
         self.assertGreater(len(got), len(shallow))
-        self.assertLess(len(got), len(deep))
 
     def test_a_saved_program_list(self):
         # The lines of `explorer --programs --json` that a filter kept run as they are: the

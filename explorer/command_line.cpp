@@ -68,6 +68,9 @@ const OptionDeclaration kOptions[] = {
      "instead of the report, the program of every distinct top-level state, one a line, shortest first "
      "(with --json, each with its run; docs/explorer.md \"Programs\"); not with a budget, a snapshot, --coverage "
      "or a picture"},
+    {"--programs-beyond", "N", &CommandLine::programs_beyond, nullptr, kSearch,
+     "with --programs, list a program of more than N statements only if it runs a backward and holds a Linear "
+     "inside a checkpoint for each statement past N (docs/explorer.md \"Programs\")"},
     {"--coverage", nullptr, nullptr, &CommandLine::coverage, kSearch,
      "per table row, the transitions that took it, and the rows never taken"},
     {"--mermaid", nullptr, nullptr, &CommandLine::mermaid, taken_by(Command::Search, Command::Run),

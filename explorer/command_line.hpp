@@ -30,7 +30,7 @@ struct CommandLine {
   Command command = Command::Search;
   std::string scenario;  // run's SCENARIO
   std::optional<std::string> depth, semantics, modules, check, threads, max_states, max_memory, snapshot, resume,
-      seed, count, length;
+      seed, count, length, programs_beyond;
   bool json = false, coverage = false, mermaid = false, dot = false, no_symmetry = false, no_canonical_ids = false,
        programs = false, data_inputs = false;
   std::string help;  // not empty: --help was given, and this is the text to print (exit 0)

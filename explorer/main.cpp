@@ -283,11 +283,16 @@ int search_command(explorer::SearchOptions options, bool json, Picture picture) 
 // standard output as each layer completes (rank 0 prints), and one line of summary on standard
 // error. The list is complete unless a signal stopped the search (exit 4, and the summary says
 // which layers it holds); what the search violates is not its business (exit 0).
-int programs_command(explorer::SearchOptions options, bool json) {
-  std::uint64_t listed = 0;
+// With `beyond` (--programs-beyond), the deeper programs are a slice (listed_beyond); each
+// line keeps the index it has in the whole list.
+int programs_command(explorer::SearchOptions options, bool json, std::optional<int> beyond) {
+  std::uint64_t index = 0, listed = 0;
   options.programs = [&](int, const explorer::SearchPath& path) {
     const spec::Program program = explorer::path_program(path, options.alphabet);
-    fmt::print("{}", explorer::program_line(program, ++listed, options.semantics, json));
+    ++index;
+    if (beyond && !explorer::listed_beyond(program, *beyond)) return;
+    ++listed;
+    fmt::print("{}", explorer::program_line(program, index, options.semantics, json));
   };
   explorer::SingleRank alone;
   explorer::SearchResult result;
@@ -305,6 +310,13 @@ int programs_command(explorer::SearchOptions options, bool json) {
     throw UsageError{fmt::format("cannot write the list to standard output: {}", std::strerror(errno))};
   }
   if (result.complete) {
+    if (beyond) {
+      fmt::print(stderr, "explorer: {} programs of the {}, one per distinct top-level state but the empty program's, "
+                         "of {} distinct states (every program of up to {} statements, and those beyond that run a "
+                         "backward with a Linear in a checkpoint for each statement past {}; {})\n",
+                 listed, index, result.distinct, *beyond, *beyond, spec::name(options.semantics));
+      return kClean;
+    }
     fmt::print(stderr, "explorer: {} programs, one per distinct top-level state but the empty program's, of {} "
                        "distinct states (every program of up to {} statements, {})\n",
                listed, result.distinct, options.depth, spec::name(options.semantics));
@@ -430,6 +442,15 @@ void check_programs_options(const CommandLine& line, const explorer::SearchOptio
   }
 }
 
+// --programs-beyond N: 0 up to the search's depth (at the depth itself it keeps everything).
+std::optional<int> programs_beyond(const CommandLine& line, const explorer::SearchOptions& options) {
+  if (!line.programs_beyond) return std::nullopt;
+  return static_cast<int>(decimal_option("--programs-beyond", *line.programs_beyond,
+                                         "a number of statements (0 to the search's depth)", 0,
+                                         static_cast<std::uint64_t>(options.depth),
+                                         "(the statements every listed program may have)"));
+}
+
 int dispatch(const CommandLine& line) {
   if (line.command != Command::Search && the_ranks != nullptr && the_ranks->size() > 1) {
     throw UsageError{fmt::format("only a search runs on several processes: run '{}' without mpirun",
@@ -440,8 +461,9 @@ int dispatch(const CommandLine& line) {
       const explorer::SearchOptions options = search_options(line);
       if (line.programs) {
         check_programs_options(line, options);
-        return programs_command(options, line.json);
+        return programs_command(options, line.json, programs_beyond(line, options));
       }
+      if (line.programs_beyond) throw UsageError{"--programs-beyond slices the list of --programs: give --programs"};
       const Picture picture = picture_option(line);
       if (picture != Picture::None && line.coverage) {
         throw UsageError{"--coverage is part of the report: not with --mermaid or --dot"};

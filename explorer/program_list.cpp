@@ -1,5 +1,7 @@
 #include "explorer/program_list.hpp"
 
+#include <vector>
+
 #include "explorer/json_document.hpp"
 #include "explorer/report.hpp"
 #include "explorer/scenario_run.hpp"
@@ -15,6 +17,30 @@ int program_depth(const spec::Program& program) {
   int depth = 0;
   for (const spec::Statement& s : program.statements) depth += s.op != spec::Op::Close ? 1 : 0;
   return depth;
+}
+
+bool listed_beyond(const spec::Program& program, int beyond) {
+  const int depth = program_depth(program);
+  if (depth <= beyond) return true;
+  int linears_in_checkpoints = 0;
+  bool backward = false;
+  std::vector<bool> open_is_checkpoint;
+  int checkpoints_open = 0;
+  for (const spec::Statement& s : program.statements) {
+    if (s.op == spec::Op::Close) {
+      checkpoints_open -= open_is_checkpoint.back() ? 1 : 0;
+      open_is_checkpoint.pop_back();
+      continue;
+    }
+    backward = backward || s.op == spec::Op::Backward;
+    if (s.op == spec::Op::Linear && checkpoints_open > 0) ++linears_in_checkpoints;
+    if (spec::opens_block(s.op)) {
+      const bool checkpoint = s.op == spec::Op::CheckpointReentrant || s.op == spec::Op::CheckpointNonReentrant;
+      open_is_checkpoint.push_back(checkpoint);
+      checkpoints_open += checkpoint ? 1 : 0;
+    }
+  }
+  return backward && linears_in_checkpoints >= depth - beyond;
 }
 
 std::string program_line(const spec::Program& program, std::uint64_t index, spec::Semantics semantics, bool json) {

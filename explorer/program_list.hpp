@@ -21,6 +21,13 @@ spec::Program path_program(const SearchPath& path, const AlphabetOptions& alphab
 // Statements in `program`, closing braces not counted.
 int program_depth(const spec::Program& program);
 
+// `--programs-beyond N`: whether the list keeps `program`. One of up to N statements always;
+// a deeper one only if it runs a backward and holds a Linear inside a checkpoint block for each
+// statement past N: where the state code that runs at recompute time (claims and their
+// re-arms, stash pops and installs) meets one more module forward per level. The deeper
+// programs TE's exhaustive check adds to the whole of depth N (docs/conformance.md).
+bool listed_beyond(const spec::Program& program, int beyond);
+
 // One line of the list, with its newline: the program on one line (print_scenario_one_line);
 // with `json`, {"format": "fp8sm-program/1", "index": INDEX, "depth": ..., "program": ...,
 // "semantics": ..., "steps": [...]}, the steps those of run_json for the program under

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -240,6 +241,56 @@ TEST(ProgramList, OneShortestProgramPerTopLevelStateOfABruteForceEnumeration) {
       EXPECT_GT(all.programs, lines.size());  // programs that reach the same state are merged
     }
   }
+}
+
+// A Linear on data keeps what TE's autograd context keeps of its input (ctx.requires_dgrad),
+// so its state is not the state of the same Linear on the chain, and the list runs programs
+// that go on from it on TE: a broken claim that read the input's grad shows on one of them
+// (docs/conformance.md, "The mutation score"). Before, `autocast on { data; linear L0 }`
+// reached the state of `autocast on { linear L0 }` and nothing was listed after it.
+TEST(ProgramList, ALinearOnDataIsNotMergedWithOneOnTheChain) {
+  const auto state = [](const char* text) { return state_of(spec::parse_scenario(text), Semantics::Upstream); };
+  EXPECT_NE(state("autocast on { data; linear L0 }"), state("autocast on { linear L0 }"));
+  EXPECT_NE(state("autocast on { data; linear L0; backward retain }"), state("autocast on { linear L0; backward retain }"));
+  // What follows a data Linear's node no more than its input: the same state either way.
+  EXPECT_EQ(state("data; autocast on { linear L0 }"), state("autocast on { data; linear L0 }"));
+
+  SearchOptions o = options(Semantics::Upstream, 4);
+  o.alphabet.data = true;
+  const std::vector<std::string> lines = lines_of(listed(o, false));
+  const auto listed_line = [&](const std::string& line) {
+    return std::find(lines.begin(), lines.end(), line) != lines.end();
+  };
+  EXPECT_TRUE(listed_line("autocast on { data; linear L0; backward retain }"));
+  EXPECT_TRUE(listed_line("autocast on { linear L0; backward retain }"));
+}
+
+// --programs-beyond N: past N statements, a program is kept only if it runs a backward and
+// holds a Linear inside a checkpoint for each statement past N.
+TEST(ProgramList, BeyondADepthOneLinearInACheckpointPerStatementAndABackward) {
+  const auto kept = [](const char* text, int beyond) { return explorer::listed_beyond(spec::parse_scenario(text), beyond); };
+  EXPECT_TRUE(kept("step; step", 2));                                           // not past 2
+  EXPECT_TRUE(kept("checkpoint reentrant { linear L0 }; backward", 2));         // 3: one needed
+  EXPECT_FALSE(kept("checkpoint reentrant { linear L0 }; linear L1; backward retain", 2));  // 4: one of two
+  EXPECT_TRUE(kept("checkpoint reentrant { linear L0; linear L1 }; backward", 2));
+  EXPECT_TRUE(kept("checkpoint nonreentrant { autocast on { linear L0 } }; checkpoint reentrant { linear L0 }; backward", 4));
+  EXPECT_FALSE(kept("checkpoint reentrant { linear L0; linear L1; linear L0 }", 2));          // no backward
+  EXPECT_FALSE(kept("autocast on { linear L0 }; checkpoint reentrant { }; backward", 2));     // outside it
+
+  // The explorer prints those lines of the whole list, with the indexes they have there.
+  const CommandResult whole = explorer_run("--depth 4 --semantics upstream --programs --json");
+  const CommandResult sliced = explorer_run("--depth 4 --semantics upstream --programs --json --programs-beyond 2");
+  ASSERT_EQ(whole.status, 0);
+  ASSERT_EQ(sliced.status, 0);
+  std::string expected;
+  for (const std::string& line : lines_of(whole.out)) {
+    const auto document = nlohmann::json::parse(line);
+    if (explorer::listed_beyond(spec::parse_scenario(document["program"].get<std::string>()), 2)) expected += line + "\n";
+  }
+  EXPECT_TRUE(same_list(sliced.out, expected));
+  EXPECT_LT(lines_of(sliced.out).size(), lines_of(whole.out).size());
+  EXPECT_EQ(explorer_run("--depth 4 --programs --programs-beyond 5").status, 2);
+  EXPECT_EQ(explorer_run("--depth 4 --programs-beyond 2").status, 2);
 }
 
 // Without symmetry the enumeration tries every module name anywhere.
