@@ -77,7 +77,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--depth", type=int, default=4)
     parser.add_argument("--jobs", type=int, default=0)
     parser.add_argument("--backward-depth", type=int, default=0, metavar="M",
-                        help="and the programs of up to M statements that run a Linear and a backward (as CI)")
+                        help="and the programs of up to M statements that run a backward with a Linear in a "
+                             "checkpoint per statement past --depth (as CI)")
     parser.add_argument("--programs", type=Path, metavar="FILE",
                         help="run these programs (lines of `explorer --programs --json --data-inputs`), not a search")
     parser.add_argument("--only", action="append", default=[], metavar="ID")
@@ -115,7 +116,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     wrongly_equivalent = [r["id"] for r in rows if r["equivalent"] and r["killed"]]
     score = 100.0 * len(killed) / len(counted) if counted else 100.0
     scope = (f"the programs of {args.programs}" if args.programs else f"depth {args.depth}" +
-             (f" and the depth-{args.backward_depth} programs with a backward" if args.backward_depth else ""))
+             (f" and the programs to depth {args.backward_depth} that recompute a Linear per statement past it"
+              if args.backward_depth else ""))
     print(f"{scope}: {len(killed)} of {len(counted)} non-equivalent mutants killed ({score:.1f} %); "
           f"{len(rows) - len(counted)} equivalent; {time.monotonic() - started:.0f} s")
     if wrongly_equivalent:

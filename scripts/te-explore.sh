@@ -8,7 +8,7 @@
 #                         [--jobs J] [--json] [--data-inputs] [--expect-violated I1,I4,...]
 #                         [--backward-depth M]
 #   scripts/te-explore.sh --programs FILE [--te-version V | --te-source DIR] [--semantics S] ...
-#   scripts/te-explore.sh --mutants [--depth N [--backward-depth M] | --programs FILE] [--jobs J]   # the mutation score (TE 2.20.2)
+#   scripts/te-explore.sh --mutants [--depth N [--backward-depth M] | --programs FILE] [--jobs J] [--only ID]...   # the mutation score (TE 2.20.2)
 #
 # --te-version V   TE's sources from the `transformer-engine` wheel V on PyPI (default: 2.20.2)
 # --te-source DIR  TE's sources from DIR, a checkout holding transformer_engine/ (any branch)
@@ -17,8 +17,11 @@
 # --jobs J         worker processes (default: the cores)
 # --json           one JSON document (docs/json.md, "fp8sm-te-explore/1")
 # --data-inputs    the search's alphabet includes `data` (an input that does not require grad)
-# --backward-depth M  also the programs of up to M statements (M > N) that run a Linear and a
-#                  backward: where the recompute-time state code runs (what CI adds to depth 4)
+# --backward-depth M  also the programs of up to M statements (M > N) that run a backward and
+#                  hold a Linear inside a checkpoint per statement past N (explorer
+#                  --programs-beyond N): where recompute-time state code meets one more module
+#                  forward per level (CI: --depth 4 --backward-depth 6)
+# --only ID        with --mutants, only this mutant (repeatable)
 # --programs FILE  run the lines of FILE (saved from `explorer --depth N --programs --json`, all
 #                  or some) instead of searching: a part of a deep level, at a part of its cost
 # --expect-violated  exit 0 only if exactly these invariants are violated (and, with
@@ -42,7 +45,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --te-version) te_version="${2:?--te-version needs a version}"; shift 2 ;;
     --te-source) te_source="$(absolute "${2:?--te-source needs a directory}")"; shift 2 ;;
-    --depth|--backward-depth|--semantics|--jobs|--expect-violated) passed+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+    --depth|--backward-depth|--semantics|--jobs|--expect-violated|--only) passed+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
     --programs) passed+=("$1" "$(absolute "${2:?--programs needs a file}")"); shift 2 ;;
     --json|--data-inputs) passed+=("$1"); shift ;;
     --mutants) mutants=1; shift ;;
