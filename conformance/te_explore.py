@@ -92,7 +92,6 @@ def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise te_conformance.HarnessFailure(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
-    programs = []
     return [Program.from_document(json.loads(line)) for line in done.stdout.splitlines()]
 
 
