@@ -137,13 +137,12 @@ class ObservedRun(te_harness.Run):
         self.pass_fp8_backwards = 0
         self.pass_updates = 0
         self.in_pass = False
-        # I4: checkpoint calls, the functions running (original forwards and recomputes), the
-        # checkpoint call of each stash entry (by the entry's id; the entry is kept with it, so
-        # the id stays its own until TE pops it), and the tags of the entries TE's FIFO popped
-        # in the current activation-recompute entry (_WatchedFifo).
+        # I4: checkpoint calls (the functions running, original forwards and recomputes, are
+        # self.extents), the checkpoint call of each stash entry (by the entry's id; the entry
+        # is kept with it, so the id stays its own until TE pops it), and the tags of the
+        # entries TE's FIFO popped in the current activation-recompute entry (_WatchedFifo).
         self.next_checkpoint = 0
         self.calling: List[int] = []
-        self.functions: List[int] = []
         self.stash_tags: Dict[int, tuple] = {}
         # The checkpoint calls that entered their activation-recompute region (a plain call,
         # #3394's, or a nested one none of whose inputs needs grad, enters none): a stash entry
@@ -310,13 +309,11 @@ class ObservedRun(te_harness.Run):
             if self.bit_popped_for != checkpoint:
                 self.violations.add("I4", "a recompute installs the ownership bit another checkpoint captured")
             self.bit_popped_for = None
-        self.functions.append(checkpoint)
         extent = {"checkpoint": checkpoint, "recompute": recompute, "occurrences": {}, "before_pop": {}}
         self.extents.append(extent)
         try:
             return body()
         finally:
-            self.functions.pop()
             self.extents.pop()
             if recompute and self.recomputes_open:
                 self.recomputes_open[-1].update(extent["before_pop"])
@@ -487,11 +484,6 @@ class ObservedRun(te_harness.Run):
                     return extent["checkpoint"]
             return 0
 
-        def popping_recompute():
-            """Whose recompute a pop happens in: the innermost recompute running (None outside)."""
-            recomputes = [e for e in run.extents if e["recompute"]]
-            return recomputes[-1]["checkpoint"] if recomputes else None
-
         def stash_push(cls, fp8_meta):
             before = {id(entry) for entry in stash_entries(cls, fp8_meta)}
             push(cls, fp8_meta)
@@ -513,7 +505,8 @@ class ObservedRun(te_harness.Run):
             left = {id(entry) for entry in stash_entries(cls, fp8_meta)}
             taken = [entry for entry in before if id(entry) not in left]  # the entry TE popped
             tag = run.stash_tags.pop(id(taken[0]), (None, None))[1] if taken else None
-            if tag is None or tag != popping_recompute():
+            # Paired with the innermost recompute running (none outside one: never paired).
+            if tag is None or not recomputes or tag != recomputes[-1]["checkpoint"]:
                 run.violations.add("I4", "a stash entry is popped by another checkpoint's recompute")
 
         def registration(cls, fp8_meta):
