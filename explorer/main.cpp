@@ -310,16 +310,15 @@ int programs_command(explorer::SearchOptions options, bool json, std::optional<i
     throw UsageError{fmt::format("cannot write the list to standard output: {}", std::strerror(errno))};
   }
   if (result.complete) {
-    if (beyond) {
-      fmt::print(stderr, "explorer: {} programs of the {}, one per distinct top-level state but the empty program's, "
-                         "of {} distinct states (every program of up to {} statements, and those beyond that run a "
-                         "backward with a Linear in a checkpoint for each statement past {}; {})\n",
-                 listed, index, result.distinct, *beyond, *beyond, spec::name(options.semantics));
-      return kClean;
-    }
-    fmt::print(stderr, "explorer: {} programs, one per distinct top-level state but the empty program's, of {} "
-                       "distinct states (every program of up to {} statements, {})\n",
-               listed, result.distinct, options.depth, spec::name(options.semantics));
+    const std::string of_all = beyond ? fmt::format(" of the {}", index) : "";
+    const std::string which =
+        beyond ? fmt::format("every program of up to {} statements, and those beyond that run a backward with a "
+                             "Linear in a checkpoint for each statement past {};",
+                             *beyond, *beyond)
+               : fmt::format("every program of up to {} statements,", options.depth);
+    fmt::print(stderr, "explorer: {} programs{}, one per distinct top-level state but the empty program's, of {} "
+                       "distinct states ({} {})\n",
+               listed, of_all, result.distinct, which, spec::name(options.semantics));
     return kClean;
   }
   fmt::print(stderr, "explorer: interrupted{} at depth {}: the list is incomplete, {} programs of depths 1 to {} only\n",

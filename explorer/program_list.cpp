@@ -24,20 +24,17 @@ bool listed_beyond(const spec::Program& program, int beyond) {
   if (depth <= beyond) return true;
   int linears_in_checkpoints = 0;
   bool backward = false;
-  std::vector<bool> open_is_checkpoint;
-  int checkpoints_open = 0;
+  std::vector<bool> inside_checkpoint{false};  // per open block, and the program's level
   for (const spec::Statement& s : program.statements) {
     if (s.op == spec::Op::Close) {
-      checkpoints_open -= open_is_checkpoint.back() ? 1 : 0;
-      open_is_checkpoint.pop_back();
+      inside_checkpoint.pop_back();
       continue;
     }
     backward = backward || s.op == spec::Op::Backward;
-    if (s.op == spec::Op::Linear && checkpoints_open > 0) ++linears_in_checkpoints;
+    if (s.op == spec::Op::Linear && inside_checkpoint.back()) ++linears_in_checkpoints;
     if (spec::opens_block(s.op)) {
       const bool checkpoint = s.op == spec::Op::CheckpointReentrant || s.op == spec::Op::CheckpointNonReentrant;
-      open_is_checkpoint.push_back(checkpoint);
-      checkpoints_open += checkpoint ? 1 : 0;
+      inside_checkpoint.push_back(inside_checkpoint.back() || checkpoint);
     }
   }
   return backward && linears_in_checkpoints >= depth - beyond;
