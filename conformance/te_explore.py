@@ -84,6 +84,13 @@ def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool
     that many statements that the explorer's --programs-beyond keeps. One search to the deeper
     bound: its programs of up to `depth` statements are the shallower search's, in the same
     order and with the same indexes (the search goes level by level)."""
+    return [Program.from_document(json.loads(line))
+            for line in search_lines(explorer, depth, semantics, data_inputs, backward_depth)]
+
+
+def search_lines(explorer: str, depth: int, semantics: str, data_inputs: bool, backward_depth: int = 0) -> List[str]:
+    """search_programs' lines of `explorer --programs --json`, as the explorer prints them (what
+    --programs FILE reads back)."""
     command = [explorer, "--depth", str(max(depth, backward_depth)), "--semantics", semantics, "--programs", "--json"]
     if backward_depth:
         command += ["--programs-beyond", str(depth)]
@@ -92,7 +99,7 @@ def search_programs(explorer: str, depth: int, semantics: str, data_inputs: bool
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise te_conformance.HarnessFailure(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
-    return [Program.from_document(json.loads(line)) for line in done.stdout.splitlines()]
+    return done.stdout.splitlines()
 
 
 def read_programs(path: Path, semantics: str) -> List[Program]:

@@ -6,7 +6,8 @@ programs of `explorer --programs` tell apart from the model.
 
 Every mutant of conformance/mutants/te-2.20.2.json (te_mutants.py) is applied to a copy of the
 TE tree, and `te_explore.py --semantics upstream --first-disagreement` runs the search's
-programs on it, in a process of its own (TE loads once per process). A mutant is killed by the
+programs on it (searched once, for TE and every mutant), in a process of its own (TE loads once
+per process). A mutant is killed by the
 first program, in discovery order (so a shortest one), whose TE result differs from the model's:
 counts, exception kinds, or the invariants violated. The unmutated TE agrees with the model on
 every program (CI checks it), so a difference is the mutant's doing. A mutant on which the
@@ -28,6 +29,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -35,15 +37,14 @@ from typing import List, Optional
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import te_conformance  # noqa: E402
+import te_explore  # noqa: E402
 import te_mutants  # noqa: E402
 
 
-def explore(tree: Path, explorer: str, depth: int, backward_depth: int, jobs: int, timeout: int,
-            programs: Optional[Path]) -> dict:
-    source = (["--programs", str(programs)] if programs else
-              ["--depth", str(depth), "--data-inputs"] + (["--backward-depth", str(backward_depth)] if backward_depth else []))
+def explore(tree: Path, explorer: str, jobs: int, timeout: int, programs: Path) -> dict:
     command = [sys.executable, str(HERE / "te_explore.py"), "--te-source", str(tree), "--explorer", explorer,
-               *source, "--semantics", "upstream", "--first-disagreement",
+               "--programs", str(programs), "--semantics", "upstream", "--first-disagreement",
                "--json"] + (["--jobs", str(jobs)] if jobs else [])
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -91,12 +92,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.only:
         mutants = [m for m in mutants if m.id in args.only]
     started = time.monotonic()
-    if args.programs:
-        args.programs = args.programs.resolve()
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            programs = args.programs.resolve() if args.programs else searched(args, Path(scratch))
+        except (te_conformance.HarnessFailure, OSError) as e:  # the explorer failed, or is not there
+            print(f"te_mutation_score: {e}", file=sys.stderr)
+            return 2
+        return score_mutants(args, mutants, started, programs)
 
+
+def searched(args, scratch: Path) -> Path:
+    """The search's programs, listed once for TE and every mutant (the depth-6 search alone
+    takes half a minute), in the form --programs reads."""
+    lines = te_explore.search_lines(args.explorer, args.depth, "upstream", True, args.backward_depth)
+    path = scratch / "programs.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def score_mutants(args, mutants: list, started: float, programs: Path) -> int:
     def run(tree: Path) -> dict:
-        return verdict(explore(tree, args.explorer, args.depth, args.backward_depth, args.jobs, args.timeout,
-                               args.programs))
+        return verdict(explore(tree, args.explorer, args.jobs, args.timeout, programs))
 
     baseline = run(args.te_source)
     if baseline["killed"]:
