@@ -8,3 +8,6 @@ scripts/build.sh
 echo "test.sh: build done after $SECONDS s"
 cd build
 ctest --output-on-failure -j"$(nproc)"
+cd ..
+# The Python package, installed with pip as a user installs it, and its pytest tests.
+scripts/python-test.sh
