@@ -140,8 +140,10 @@ class Checker:
         return None
 
 
-def load_te(source: Path):
-    """TE from `source`, in a process quiet about the missing GPU and ready to fork workers."""
+def load_te(source: Path, plugin: Optional[str] = None):
+    """TE from `source`, in a process quiet about the missing GPU and ready to fork workers;
+    with `plugin` (a semantics), with fp8sm's TE plugin installed under it (docs/te-plugin.md),
+    before the workers fork, so that every program runs on TE with the plugin."""
     warnings.simplefilter("ignore")  # torch's and TE's import-time warnings about the missing GPU
     logging.getLogger("torch").setLevel(logging.ERROR)  # and torch's deprecation notices of TE's calls
     import torch
@@ -149,7 +151,12 @@ def load_te(source: Path):
     torch.set_num_threads(1)  # workers are forked: no thread pool may be running
     import te_loader
 
-    return te_loader.load(source)
+    te = te_loader.load(source)
+    if plugin is not None:
+        import fp8sm.te
+
+        fp8sm.te.install(plugin)
+    return te
 
 
 # ---- shrinking ----------------------------------------------------------------------------------
@@ -256,7 +263,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--te-source", type=Path, help="directory holding the transformer_engine package")
     parser.add_argument("--explorer", default=str(ROOT / "build" / "explorer" / "explorer"))
-    parser.add_argument("--semantics", default="upstream", choices=["upstream", "pr3213"])
+    parser.add_argument("--semantics", default="upstream", choices=["upstream", "pr3213", "fp8sm"])
+    parser.add_argument("--plugin", choices=["upstream", "pr3213", "fp8sm"],
+                        help="run TE with fp8sm's TE plugin under this semantics (the package fp8sm installed)")
     parser.add_argument("--random", type=int, default=1000, metavar="N", help="random programs (default 1000)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--length", type=int, default=30, help="at most this many choices a random program")
@@ -281,9 +290,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--jobs and --timeout: must be positive")
 
     started = time.monotonic()
-    te = load_te(args.te_source)
+    te = load_te(args.te_source, args.plugin)
     checker = Checker(te, args.explorer, args.semantics, args.jobs, args.timeout)
-    print(f"TE from {te.source} against `explorer run --semantics {args.semantics}`", flush=True)
+    with_plugin = f" with the fp8sm plugin under {args.plugin}" if args.plugin else ""
+    print(f"TE from {te.source}{with_plugin} against `explorer run --semantics {args.semantics}`", flush=True)
     if args.scenario:
         corpora = [("given", [(str(p), p.read_text()) for p in args.scenario])]
     else:

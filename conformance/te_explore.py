@@ -298,7 +298,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--te-source", type=Path, required=True)
     parser.add_argument("--explorer", default=str(HERE.parent / "build" / "explorer" / "explorer"))
     parser.add_argument("--depth", type=int, default=4)
-    parser.add_argument("--semantics", choices=["upstream", "pr3213"], help="also compare each program with the model")
+    parser.add_argument("--semantics", choices=["upstream", "pr3213", "fp8sm"],
+                        help="also compare each program with the model")
+    parser.add_argument("--plugin", choices=["upstream", "pr3213", "fp8sm"],
+                        help="run TE with fp8sm's TE plugin under this semantics (the package fp8sm installed)")
     parser.add_argument("--jobs", type=int, default=0, help="worker processes (default: the cores)")
     parser.add_argument("--timeout", type=float, default=te_workers.DEFAULT_TIMEOUT,
                         help="seconds a program may run on TE before it counts as a harness failure")
@@ -326,7 +329,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     started = time.monotonic()
     try:
-        te = te_conformance.load_te(args.te_source)
+        te = te_conformance.load_te(args.te_source, args.plugin)
         if args.programs:
             programs = read_programs(args.programs, args.search_semantics)
             args.depth = max(p.depth for p in programs)

@@ -8,6 +8,7 @@ tests count them; `raised` is the kind (class name) of each exception that escap
 
 from __future__ import annotations
 
+import sys
 from typing import Dict, List
 
 import torch
@@ -58,6 +59,11 @@ class Run:
 
     def __init__(self, te: TE):
         self.te = te
+        # fp8sm's TE plugin, if the process installed it (te_conformance --plugin): a fresh
+        # machine, as TE's globals are fresh for every program.
+        plugin = sys.modules.get("fp8sm.te")
+        if plugin is not None and plugin.active() is not None:
+            plugin.reset()
         self.counter = Counter(te, self.on_update)
         self.executed = set()  # ids of the save and backward statements that ran, and of the
                                # reentrant checkpoints called with grad on, on data
