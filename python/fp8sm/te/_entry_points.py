@@ -283,7 +283,10 @@ def _install_module_forward(base) -> None:
         plugin = _state.plugin
         m = plugin.module_id(self)
         actions = plugin.fire("module_prepare", m, defer=True)
-        recompute_branch = any(a[0] in ("save_for_restore", "pop_stash", "replay_stash") for a in actions)
+        # TE's recompute branch (its meta replaced by a stashed one, no init) where the table
+        # pops or replays a stash; its normal branch otherwise, whose register and stash the
+        # gates let through only if the table took them.
+        recompute_branch = any(a[0] in ("pop_stash", "replay_stash") for a in actions)
         _set_fp8(self, recompute_branch or self.fp8)
         plugin.deciding += 1
         plugin.branch = recompute_branch
@@ -355,7 +358,12 @@ def _install_linear(linear) -> None:
         plugin.backward_node_runs()
         ran_before = ctx.backward_objects is None
         plugin.fire("module_backward_begin", forward_record.module, ran_before)
-        if not ran_before:
+        if ran_before:
+            # The table lets the node run again (fp8sm keeps what a backward needs, for the
+            # second backward of a retained graph); TE dropped it after the first: it is put back.
+            ctx.backward_objects, ctx.tensor_objects = forward_record.backward_objects
+        else:
+            forward_record.backward_objects = (ctx.backward_objects, ctx.tensor_objects)
             ctx.backward_objects.reduce_and_update_bwd_fp8_tensors = False  # the table's update instead
         result = te_backward(ctx, *grads)
         plugin.fire("module_backward", forward_record.module, forward_record.owner, forward_record.fp8)

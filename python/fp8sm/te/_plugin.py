@@ -42,6 +42,7 @@ class ModuleForward:
     claimed: bool = False
     owner: bool = False
     fp8: bool = False
+    backward_objects: object = None  # what TE's Linear node keeps for its backward (see _entry_points)
 
 
 class Plugin:
@@ -76,6 +77,7 @@ class Plugin:
         self.recompute_autocast_next = False  # the next autocast is the one a recompute opens
         self.released: List[int] = []         # captures whose checkpoint was freed, not yet told
         self.pass_task: Optional[int] = None  # the autograd graph task of the backward pass open
+        self.pass_grad_depth = 0              # grad pushes before it
         self.stashes: Dict[int, Dict[int, List[tuple]]] = {}  # fp8sm: capture -> module -> metas
 
     def module_id(self, module: torch.nn.Module) -> int:
@@ -114,8 +116,9 @@ class Plugin:
             raise
         actions = result[1] if event == "module_claim" else result
         if defer:
-            self.pending.extend(a for a in actions if a[0] in _GATED)
-            self._perform([a for a in actions if a[0] not in _GATED])
+            # After TE's own part of the call (prepare_forward makes the module's meta before
+            # anything can stash it): the caller runs it, then perform_pending().
+            self.pending.extend(actions)
         else:
             self._perform(actions)
         self._mirror()
@@ -127,8 +130,7 @@ class Plugin:
         while self.released:
             self._perform(self.machine.checkpoint_released(self.released.pop(0)))
         if self.pass_task is not None and not self._in_engine():
-            self.pass_task = None
-            self._perform(self.machine.backward_pass_end(False))
+            self._end_pass(completed=False)  # an exception left it: no callback came
         want = torch.is_grad_enabled()
         if sync_grad and self.machine.grad_enabled != want:
             if self.grad_pushes and self.grad_pushes[-1] == want:
@@ -145,21 +147,25 @@ class Plugin:
 
     def backward_node_runs(self) -> None:
         """A node of TE's runs its backward: the first of a pass begins the pass, and the pass
-        ends (completed) when the graph task it belongs to does."""
+        ends (completed) when the graph task it belongs to does. The grad mode the engine set
+        is the table's from the next event on, as an internal push that the pass's end pops."""
         task = torch._C._current_graph_task_id()
         if self.pass_task is not None and (task == self.pass_task or self.checkpoint_backward_depth > 0):
             return
-        self.catch_up()
+        self.catch_up(sync_grad=False)
         if self.pass_task is not None:  # another task: the last pass ended in an exception
-            self.pass_task = None
-            self._perform(self.machine.backward_pass_end(False))
+            self._end_pass(completed=False)
         self.pass_task = task
+        self.pass_grad_depth = len(self.grad_pushes)
         self._perform(self.machine.backward_pass_begin())
-        torch.autograd.Variable._execution_engine.queue_callback(self._pass_completed)
+        torch.autograd.Variable._execution_engine.queue_callback(lambda: self._end_pass(completed=True))
 
-    def _pass_completed(self) -> None:
+    def _end_pass(self, completed: bool) -> None:
         self.pass_task = None
-        self._perform(self.machine.backward_pass_end(True))
+        while len(self.grad_pushes) > self.pass_grad_depth:
+            self.grad_pushes.pop()
+            self.machine.grad_pop()
+        self._perform(self.machine.backward_pass_end(completed))
         self._mirror()
 
     def _mirror(self) -> None:
@@ -180,12 +186,18 @@ class Plugin:
         return None
 
     def perform_pending(self) -> None:
-        """The decided actions that TE's code did not perform itself (its branch did not reach
-        the call), through TE's functions as installed, so that the gates let them through."""
+        """The decided actions, in order, that TE's code did not perform itself: those of TE's
+        functions through TE's functions as installed (the gates let them through), the others
+        by the plugin's own code."""
         manager = self.te.manager
         while self.pending:
-            name, module = self.pending[0][0], self.pending[0][1]
-            meta = self.meta(module)
+            action = self.pending[0]
+            name = action[0]
+            if name not in _GATED:
+                self.pending.pop(0)
+                self._perform_now(action)
+                continue
+            meta = self.meta(action[1])
             if name == "registered":
                 manager.add_fp8_tensors_to_global_buffer(meta)
             elif name == "stash":
@@ -194,30 +206,30 @@ class Plugin:
                 manager.get_old_fp8_meta_tensors_for_recompute(meta)
             elif name == "restore":
                 manager.restore_fp8_meta_tensors(meta)
-            if self.pending and self.pending[0][0] == name and self.pending[0][1] == module:
-                self.pending.pop(0)  # a gate that did not take it (not delayed scaling): done
+            if self.pending and self.pending[0] is action:
+                self.pending.pop(0)  # a gate that did not take it (no delayed scaling): nothing to do
 
     def meta(self, module: int) -> dict:
         return self.modules[module]().fp8_meta
 
     def _perform(self, actions: List[tuple]) -> None:
+        self.pending.extend(actions)
+        self.perform_pending()
+
+    def _perform_now(self, action: tuple) -> None:
         manager = self.te.manager
-        for action in actions:
-            name, args = action[0], action[1:]
-            if name == "forward_update":
-                manager.reduce_and_update_fp8_tensors(forward=True)
-            elif name == "backward_update":
-                manager.reduce_and_update_fp8_tensors(forward=False)
-            elif name == "discard_forward_amax":
-                self._discard_forward_amax()
-            elif name == "stash_for":
-                self._stash_for(*args)
-            elif name == "release_stash":
-                self.stashes.pop(args[0], None)
-            elif name in _GATED:
-                self.pending.append(action)
-                self.perform_pending()
-            # claimed, ownership_captured, ownership_installed: reports, no effect on TE
+        name, args = action[0], action[1:]
+        if name == "forward_update":
+            manager.reduce_and_update_fp8_tensors(forward=True)
+        elif name == "backward_update":
+            manager.reduce_and_update_fp8_tensors(forward=False)
+        elif name == "discard_forward_amax":
+            self._discard_forward_amax()
+        elif name == "stash_for":
+            self._stash_for(*args)
+        elif name == "release_stash":
+            self.stashes.pop(args[0], None)
+        # claimed, ownership_captured, ownership_installed: reports, no effect on TE
 
     # The actions TE has no function for: the plugin's own code on TE's tensors.
 
