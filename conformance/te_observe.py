@@ -204,7 +204,10 @@ class ObservedRun(te_harness.Run):
         patch.set(te.manager, "quantization_state", copy.deepcopy(te.manager.quantization_state))
         if self.upstream_fifo is not None:
             self.upstream_fifo = _WatchedFifo(self.upstream_fifo, self)
-            patch.set(te.distributed.activation_recompute_forward, "_is_first_fp8_module", self.upstream_fifo)
+            # The class that holds the FIFO (fp8sm's TE plugin puts a subclass in TE's place).
+            holder = next(c for c in te.distributed.activation_recompute_forward.__mro__
+                          if "_is_first_fp8_module" in c.__dict__)
+            patch.set(holder, "_is_first_fp8_module", self.upstream_fifo)
 
     def statement_done(self) -> None:
         q = self.qstate()

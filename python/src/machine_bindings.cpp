@@ -247,6 +247,14 @@ void bind_machine(nb::module_& m) {
            },
            nb::arg("input_requires_grad"),
            "Whether a reentrant checkpoint called now runs its forward without its ARF (§3.5 Dispatch).")
+      .def_prop_ro("captured_bits",
+                   [](const PyMachine& self) {
+                     std::vector<bool> bits;
+                     for (const auto& entry : self.machine().data().fifo) bits.push_back(entry.bit);
+                     return bits;
+                   },
+                   "upstream's FIFO of captured ownership bits (spec §2.1), front first; empty in the "
+                   "other semantics.")
       .def("module", [](const PyMachine& self, ModuleId module) { return self.machine().module(module); },
            nb::arg("module"), "The table's flags of one module.")
       .def_prop_ro("rows_taken", &PyMachine::rows_taken,

@@ -20,6 +20,9 @@ spec::Semantics parse_semantics_or_throw(const std::string& text) {
 NB_MODULE(_core, m) {
   m.doc() = "The fp8sm transition table and explorer (the compiled part of the fp8sm package).";
   m.attr("__version__") = FP8SM_VERSION;
+  // A machine that a module global holds (fp8sm.te's plugin) is still alive when the interpreter
+  // shuts down; nanobind would report it as a leak at every exit.
+  nb::set_leak_warnings(false);
   fp8sm::python::bind_machine(m);
   fp8sm::python::bind_explorer(m);
 }

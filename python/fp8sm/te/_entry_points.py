@@ -23,6 +23,7 @@ so that a harness that checks TE's globals between programs sees the same wrappe
 from __future__ import annotations
 
 import functools
+import sys
 import weakref
 from contextlib import nullcontext
 from typing import Callable, List, Optional, Tuple
@@ -61,6 +62,7 @@ def install_all(plugin: Plugin) -> None:
     _install_checkpoints(distributed)
     _install_module_forward(base)
     _install_linear(linear)
+    _install_grad_modes()
 
 
 # ---- autocast ------------------------------------------------------------------------------------
@@ -372,3 +374,31 @@ def _install_linear(linear) -> None:
     _replace(linear, "_check_fp8_reduce_and_update", check_fp8_reduce_and_update)
     _replace(function, "forward", staticmethod(forward))
     _replace(function, "backward", staticmethod(backward))
+
+
+# ---- the program's grad mode ------------------------------------------------------------------------
+
+# Code whose grad-mode blocks are not the program's: torch's, TE's, the plugin's.
+_NOT_THE_PROGRAM = ("torch", "transformer_engine", "fp8sm")
+
+
+def _install_grad_modes() -> None:
+    """torch.no_grad and torch.enable_grad blocks the program opens become the table's grad
+    events (torch's own, TE's and the autograd engine's are seen as torch's grad mode changes)."""
+    for block_class, enabled in ((torch.autograd.grad_mode.no_grad, False),
+                                 (torch.autograd.grad_mode.enable_grad, True)):
+        torch_enter, torch_exit = block_class.__dict__["__enter__"], block_class.__dict__["__exit__"]
+
+        def enter(self, _torch_enter=torch_enter, _enabled=enabled):
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            if _state.plugin is not None and not caller.startswith(_NOT_THE_PROGRAM):
+                _state.plugin.program_grad_begins(_enabled, self)
+            return _torch_enter(self)
+
+        def exit(self, exc_type, exc_value, traceback, _torch_exit=torch_exit):
+            if _state.plugin is not None:
+                _state.plugin.program_grad_ends(self)
+            return _torch_exit(self, exc_type, exc_value, traceback)
+
+        _replace(block_class, "__enter__", enter)
+        _replace(block_class, "__exit__", exit)

@@ -60,7 +60,9 @@ class Plugin:
         self.module_ids: "weakref.WeakKeyDictionary[torch.nn.Module, int]" = weakref.WeakKeyDictionary()
         self.modules: Dict[int, "weakref.ref"] = {}
         self.next_capture = 0
-        self.grad_pushes: List[bool] = []     # the grad mode before each push the plugin fired
+        # Each grad push the plugin fired: the grad mode before it, and the program's block that
+        # made it (None: a change of torch's grad mode seen before an event).
+        self.grad_pushes: List[tuple] = []
         self.pending: List[tuple] = []        # actions decided, for TE's own functions to perform
         self.deciding = 0                     # inside a wrapped prepare_forward / end_forward
         self.branch: Optional[bool] = None    # there: whether TE takes its recompute branch
@@ -133,13 +135,33 @@ class Plugin:
             self._end_pass(completed=False)  # an exception left it: no callback came
         want = torch.is_grad_enabled()
         if sync_grad and self.machine.grad_enabled != want:
-            if self.grad_pushes and self.grad_pushes[-1] == want:
+            top = self.grad_pushes[-1] if self.grad_pushes else None
+            if top is not None and top[1] is None and top[0] == want:
                 self.grad_pushes.pop()
                 self.machine.grad_pop()
             else:
-                self.grad_pushes.append(self.machine.grad_enabled)
+                self.grad_pushes.append((self.machine.grad_enabled, None))
                 internal = self._in_engine() or self.checkpoint_forward_depth > 0
                 self.machine.grad_push(want, internal)
+
+    # The program's own no_grad / enable_grad blocks (_entry_points wraps torch's): pushed as
+    # the program's even where torch's grad mode does not change (a no_grad inside a reentrant
+    # checkpoint's forward, which torch already runs with grad off), so that the table knows
+    # the program's grad mode as well as torch's.
+
+    def program_grad_begins(self, enabled: bool, block: object) -> None:
+        self.catch_up()
+        self.grad_pushes.append((self.machine.grad_enabled, block))
+        self.machine.grad_push(enabled, False)
+
+    def program_grad_ends(self, block: object) -> None:
+        if not any(entry[1] is block for entry in self.grad_pushes):
+            return  # begun before the plugin was installed or reset
+        while True:  # the pushes made inside the block first
+            _, pushed_by = self.grad_pushes.pop()
+            self.machine.grad_pop()
+            if pushed_by is block:
+                break
 
     @staticmethod
     def _in_engine() -> bool:
@@ -162,7 +184,7 @@ class Plugin:
 
     def _end_pass(self, completed: bool) -> None:
         self.pass_task = None
-        while len(self.grad_pushes) > self.pass_grad_depth:
+        while len(self.grad_pushes) > self.pass_grad_depth and self.grad_pushes[-1][1] is None:
             self.grad_pushes.pop()
             self.machine.grad_pop()
         self._perform(self.machine.backward_pass_end(completed))
@@ -176,6 +198,18 @@ class Plugin:
         phase = self.machine.checkpoint_phase
         self.te.distributed._IN_ACTIVATION_RECOMPUTE_REGION = phase != "outside"
         self.te.distributed._ACTIVATION_RECOMPUTE_PHASE = phase == "recompute"
+        # upstream's FIFO of captured bits: TE's own list follows the table's, by TE's own
+        # operations (append at a capture, pop(0) at a recompute entry), so that code watching
+        # the list sees each push and pop.
+        fifo, bits = self._te_fifo(), self.machine.captured_bits
+        while len(fifo) > len(bits):
+            fifo.pop(0)
+        while len(fifo) < len(bits):
+            fifo.append(bits[len(fifo)])
+
+    def _te_fifo(self) -> list:
+        arf = self.te.distributed.activation_recompute_forward
+        return arf._is_first_fp8_module
 
     # ---- actions -------------------------------------------------------------------------------
 
