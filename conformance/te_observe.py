@@ -54,6 +54,7 @@ from __future__ import annotations
 import copy
 import gc
 import hashlib
+import sys
 import weakref
 from typing import Dict, List, Optional, Set
 
@@ -148,6 +149,9 @@ class ObservedRun(te_harness.Run):
         # #3394's, or a nested one none of whose inputs needs grad, enters none): a stash entry
         # belongs to the innermost of those running, as the model's extents have it.
         self.region_calls: Set[int] = set()
+        # With fp8sm's TE plugin under fp8sm, a stash is the checkpoint instance's, kept by the
+        # plugin (its capture ids): the checkpoint call whose original forward made each capture.
+        self.capture_calls: Dict[int, int] = {}
         self.fifo_popped: List[Optional[int]] = []
         self.bit_popped_for: Optional[int] = None
         self.uncaptured = False
@@ -508,6 +512,9 @@ class ObservedRun(te_harness.Run):
             left = {id(entry) for entry in stash_entries(cls, fp8_meta)}
             taken = [entry for entry in before if id(entry) not in left]  # the entry TE popped
             tag = run.stash_tags.pop(id(taken[0]), (None, None))[1] if taken else None
+            replayed = _plugin_replay()
+            if not taken and replayed is not None:
+                tag = run.capture_calls.get(replayed)  # the plugin replayed that checkpoint's stash
             # Paired with the innermost recompute running (none outside one: never paired).
             if tag is None or not recomputes or tag != recomputes[-1]["checkpoint"]:
                 run.violations.add("I4", "a stash entry is popped by another checkpoint's recompute")
@@ -545,6 +552,8 @@ class ObservedRun(te_harness.Run):
             run.fifo_popped = []
             if self_.activation_recompute and not self_.recompute_phase and run.calling:
                 run.region_calls.add(run.calling[-1])
+                if getattr(self_, "capture", None) is not None:
+                    run.capture_calls[self_.capture] = run.calling[-1]
             try:
                 result = enter(self_)
             except (KeyError, IndexError):
@@ -621,6 +630,13 @@ class ObservedRun(te_harness.Run):
         patch.set(te.linear._Linear, "backward", staticmethod(backward_noted))
         patch.set(te_stubs, "GEMM_OBSERVER", run.on_gemm)
         patch.set(te_stubs, "FOLD_OBSERVER", run.fold)
+
+
+def _plugin_replay() -> Optional[int]:
+    """The capture whose stash fp8sm's TE plugin replayed in the pop just made, if any."""
+    plugin = sys.modules.get("fp8sm.te")
+    active = plugin.active() if plugin is not None else None
+    return active.take_last_replay() if active is not None else None
 
 
 def run_observed(te, text: str) -> dict:

@@ -5,7 +5,8 @@
 # `explorer run`. Exit 0 when all agree, 1 when some disagree (each shown as a minimal
 # program with both results), 2 when the harness could not run.
 #
-#   scripts/te-conformance.sh [--te-version V | --te-source DIR] [--semantics upstream|pr3213]
+#   scripts/te-conformance.sh [--te-version V | --te-source DIR] [--semantics upstream|pr3213|fp8sm]
+#                             [--plugin upstream|pr3213|fp8sm]
 #                             [--random N] [--seed S] [--length L] [--scenario FILE]...
 #                             [--jobs J] [--timeout T]
 #   scripts/te-conformance.sh --self-test [--te-version V | --te-source DIR]
@@ -18,6 +19,8 @@
 #                  seed's GPU counts, a broken piece (the re-arm, the saved tensors, a stub)
 #                  shows, and a reused worker gives what a fresh process gives, state left
 #                  behind and hangs being caught
+# --plugin S       TE with fp8sm's TE plugin installed under semantics S (docs/te-plugin.md);
+#                  the package fp8sm is pip-installed into the environment first
 # --scenario FILE  compare only this scenario file (repeatable)
 # --jobs J         programs run at once (default: the number of cores)
 # --timeout T      seconds a program may run on TE before it counts as a harness failure (60)
@@ -36,6 +39,7 @@ source scripts/te-env.sh
 te_version="$TE_VERSION_PINNED"
 te_source=""
 self_test=0
+plugin=0
 passed=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
     --scenario) passed+=("$1" "$(absolute "${2:?--scenario needs a file}")"); shift 2 ;;
     --self-test) self_test=1; shift ;;
     --semantics|--random|--seed|--length|--jobs|--timeout) passed+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+    --plugin) plugin=1; passed+=("$1" "${2:?--plugin needs a semantics}"); shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "te-conformance.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -54,6 +59,7 @@ done
 te_env_install || exit 2
 venv="$TE_VENV"
 te_source="$(te_source_of "$te_version" "$te_source")"
+if [ "$plugin" = 1 ] || [ "$self_test" = 1 ]; then te_plugin_install || exit 2; fi
 
 if [ "$self_test" = 1 ]; then
   TE_SOURCE="$te_source" EXPLORER=build/explorer/explorer \

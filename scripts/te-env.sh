@@ -48,3 +48,9 @@ te_source_of() {
   fi
   echo "$source"
 }
+
+# The package fp8sm (pip install .) in the environment, for `--plugin`: fp8sm's TE plugin runs
+# in the same Python as TE. pip builds it once (incremental after, pyproject.toml's build-dir).
+te_plugin_install() {
+  "$TE_VENV/bin/pip" install --quiet --disable-pip-version-check . >&2
+}

@@ -4,7 +4,8 @@
 # distinct top-level state) runs on TE's state code on real torch, and the invariants are
 # judged on what TE does. The report has the explorer's form.
 #
-#   scripts/te-explore.sh --depth N [--te-version V | --te-source DIR] [--semantics upstream|pr3213]
+#   scripts/te-explore.sh --depth N [--te-version V | --te-source DIR] [--semantics upstream|pr3213|fp8sm]
+#                         [--plugin upstream|pr3213|fp8sm]
 #                         [--jobs J] [--json] [--data-inputs] [--expect-violated I1,I4,...]
 #                         [--backward-depth M]
 #   scripts/te-explore.sh --programs FILE [--te-version V | --te-source DIR] [--semantics S] ...
@@ -14,6 +15,7 @@
 # --te-source DIR  TE's sources from DIR, a checkout holding transformer_engine/ (any branch)
 # --semantics S    also compare every program's TE result with the model's under S: counts,
 #                  exception kinds and violated invariants; disagreements are listed, shrunk
+# --plugin S       TE with fp8sm's TE plugin installed under semantics S (docs/te-plugin.md)
 # --jobs J         worker processes (default: the cores)
 # --json           one JSON document (docs/json.md, "fp8sm-te-explore/1")
 # --data-inputs    the search's alphabet includes `data` (an input that does not require grad)
@@ -40,12 +42,14 @@ source scripts/te-env.sh
 te_version="$TE_VERSION_PINNED"
 te_source=""
 mutants=0
+plugin=0
 passed=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --te-version) te_version="${2:?--te-version needs a version}"; shift 2 ;;
     --te-source) te_source="$(absolute "${2:?--te-source needs a directory}")"; shift 2 ;;
     --depth|--backward-depth|--semantics|--jobs|--expect-violated|--only) passed+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
+    --plugin) plugin=1; passed+=("$1" "${2:?--plugin needs a semantics}"); shift 2 ;;
     --programs) passed+=("$1" "$(absolute "${2:?--programs needs a file}")"); shift 2 ;;
     --json|--data-inputs) passed+=("$1"); shift ;;
     --mutants) mutants=1; shift ;;
@@ -57,6 +61,7 @@ done
 [ -x build/explorer/explorer ] || scripts/build.sh
 te_env_install || exit 2
 te_source="$(te_source_of "$te_version" "$te_source")"
+if [ "$plugin" = 1 ]; then te_plugin_install || exit 2; fi
 
 if [ "$mutants" = 1 ]; then
   exec "$TE_VENV/bin/python" conformance/te_mutation_score.py --te-source "$te_source" \
