@@ -15,26 +15,34 @@ TE's FP8 state is one per process.
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import fp8sm
-from fp8sm.te import _entry_points
 from fp8sm.te._modules import SUPPORTED_SERIES, UnsupportedVersion, find
-from fp8sm.te._plugin import Plugin
+
+if TYPE_CHECKING:
+    from fp8sm.te._plugin import Plugin
+
+# The plugin's own modules import torch: they are imported by install(), once TE (and so torch)
+# is known to be loaded, so that `import fp8sm.te` works where neither is installed.
 
 __all__ = ["SUPPORTED_SERIES", "UnsupportedVersion", "active", "install", "installed", "reset", "uninstall"]
 
 
-def install(semantics: str = "fp8sm", *, te_version: Optional[str] = None) -> Plugin:
+def install(semantics: str = "fp8sm", *, te_version: Optional[str] = None) -> "Plugin":
     """Routes TE's FP8 state decisions through a machine under `semantics`; returns the plugin
     (its `machine` is the table's instance). TE must be imported first. Refuses a TE version
     it does not know, a second install, and an unknown semantics."""
     if semantics not in fp8sm.SEMANTICS:
         raise ValueError(f"unknown semantics '{semantics}' (expected fp8sm, upstream or pr3213)")
-    if _entry_points._state.plugin is not None:
+    if active() is not None:
         raise RuntimeError("fp8sm.te: already installed (uninstall() first)")
     te = find(te_version)
+    from fp8sm.te import _entry_points
+    from fp8sm.te._plugin import Plugin
+
     if te.manager.quantization_state.autocast_depth != 0:
         raise RuntimeError("fp8sm.te: install outside any autocast (TE's depth is not 0)")
     plugin = Plugin(semantics, te)
@@ -48,12 +56,15 @@ def install(semantics: str = "fp8sm", *, te_version: Optional[str] = None) -> Pl
 
 def uninstall() -> None:
     """Puts TE's own entry points back."""
-    _entry_points.uninstall_all()
+    entry_points = sys.modules.get("fp8sm.te._entry_points")
+    if entry_points is not None:
+        entry_points.uninstall_all()
 
 
-def active() -> Optional[Plugin]:
+def active() -> Optional["Plugin"]:
     """The installed plugin, or None."""
-    return _entry_points._state.plugin
+    entry_points = sys.modules.get("fp8sm.te._entry_points")
+    return entry_points._state.plugin if entry_points is not None else None
 
 
 def reset() -> None:
@@ -66,7 +77,7 @@ def reset() -> None:
 
 
 @contextmanager
-def installed(semantics: str = "fp8sm", *, te_version: Optional[str] = None) -> Iterator[Plugin]:
+def installed(semantics: str = "fp8sm", *, te_version: Optional[str] = None) -> Iterator["Plugin"]:
     """install() for the block, uninstall() after it."""
     plugin = install(semantics, te_version=te_version)
     try:

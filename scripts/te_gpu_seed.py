@@ -1,0 +1,144 @@
+"""The seed's seven configurations (the PR #3213 discussion; spec/catalogue rows 1-7) on real
+Transformer Engine on a GPU, without fp8sm's TE plugin and with it under each semantics: the
+forward and backward update counts of one training step and its loss.
+
+    python scripts/te_gpu_seed.py [--json FILE]
+
+Without the plugin TE main gives the seed's counts (1/1, 2/1, 4/1, 2/1, 2/3, 4/3, 3/2); with
+it under fp8sm every configuration gives 1/1, and the losses are those without it (the plugin
+changes when the scaling is updated, not the first step's casts). Exit 0 when both hold.
+Run by scripts/te-gpu-check.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+import transformer_engine.pytorch as te
+from transformer_engine.common.recipe import DelayedScaling
+
+import fp8sm.te
+
+SEED_UPSTREAM = {
+    "no checkpoint": (1, 1),
+    "non-reentrant/single": (2, 1),
+    "non-reentrant/per-layer": (4, 1),
+    "reentrant/single/1 layer": (2, 1),
+    "reentrant/single/3 layers": (2, 3),
+    "reentrant/per-layer": (4, 3),
+    "nested reentrant": (3, 2),
+}
+WIDTH, ROWS = 64, 32
+
+
+class Counter:
+    """Counts TE's reduce_and_update_fp8_tensors calls (forward, backward) around one step."""
+
+    def __init__(self):
+        from transformer_engine.pytorch.quantization import FP8GlobalStateManager
+
+        self.manager = FP8GlobalStateManager
+        self.original = FP8GlobalStateManager.__dict__["reduce_and_update_fp8_tensors"]
+        self.counts = [0, 0]
+        function = self.original.__func__
+        counts = self.counts
+
+        def counting(cls, forward: bool = True):
+            counts[0 if forward else 1] += 1
+            return function(cls, forward)
+
+        FP8GlobalStateManager.reduce_and_update_fp8_tensors = classmethod(counting)
+
+    def remove(self):
+        self.manager.reduce_and_update_fp8_tensors = self.original
+
+
+def step(configuration: str) -> tuple:
+    torch.manual_seed(0)
+    layers = [te.Linear(WIDTH, WIDTH, params_dtype=torch.float32).cuda() for _ in range(3)]
+    x = torch.randn(ROWS, WIDTH, device="cuda", requires_grad=True)
+
+    def run(modules, h):
+        for m in modules:
+            h = m(h)
+        return h
+
+    def ckpt(function, h, reentrant):
+        return te.distributed.checkpoint(function, h, use_reentrant=reentrant)
+
+    counter = Counter()
+    try:
+        with te.autocast(enabled=True, recipe=DelayedScaling()):
+            if configuration == "no checkpoint":
+                out = run(layers, x)
+            elif configuration.startswith("non-reentrant/single"):
+                out = ckpt(lambda h: run(layers, h), x, False)
+            elif configuration == "non-reentrant/per-layer":
+                out = x
+                for m in layers:
+                    out = ckpt(m, out, False)
+            elif configuration == "reentrant/single/1 layer":
+                out = ckpt(layers[0], x, True)
+            elif configuration == "reentrant/single/3 layers":
+                out = ckpt(lambda h: run(layers, h), x, True)
+            elif configuration == "reentrant/per-layer":
+                out = x
+                for m in layers:
+                    out = ckpt(m, out, True)
+            elif configuration == "nested reentrant":
+                out = ckpt(lambda h: run(layers[1:], ckpt(layers[0], h, True)), x, True)
+            else:
+                raise ValueError(configuration)
+        loss = out.float().pow(2).mean()
+        loss.backward()
+        torch.cuda.synchronize()
+    finally:
+        counter.remove()
+    return tuple(counter.counts), float(loss)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    results = {"te": None, "runs": {}}
+    import transformer_engine
+
+    results["te"] = getattr(transformer_engine, "__version__", "?")
+    ok = True
+    for plugin in [None, "upstream", "pr3213", "fp8sm"]:
+        name = plugin or "without the plugin"
+        results["runs"][name] = {}
+        for configuration in SEED_UPSTREAM:
+            if plugin:
+                fp8sm.te.install(plugin)
+            try:
+                counts, loss = step(configuration)
+            finally:
+                if plugin:
+                    fp8sm.te.uninstall()
+            results["runs"][name][configuration] = {"forward": counts[0], "backward": counts[1], "loss": loss}
+            print(f"{name:>20} {configuration:>26}: {counts[0]}/{counts[1]} loss {loss:.6f}", flush=True)
+            if plugin in (None, "upstream") and counts != SEED_UPSTREAM[configuration]:
+                ok = False
+            if plugin == "fp8sm" and counts != (1, 1):
+                ok = False
+    base = results["runs"]["without the plugin"]
+    for name, runs in results["runs"].items():
+        for configuration, run in runs.items():
+            if abs(run["loss"] - base[configuration]["loss"]) > 1e-6 * max(1.0, abs(base[configuration]["loss"])):
+                print(f"loss differs: {name} {configuration}: {run['loss']} vs {base[configuration]['loss']}")
+                ok = False
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(results, out, indent=1)
+    print("te-gpu-check:", "the seed's counts without the plugin and under upstream, 1/1 under fp8sm" if ok
+          else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
