@@ -32,6 +32,7 @@ _TABLE_RAISES = (KeyError, IndexError, RuntimeError, AttributeError, TypeError)
 # _entry_points.py let TE's call through only for an action pending here).
 _GATED = ("registered", "stash", "save_for_restore", "pop_stash", "replay_stash", "restore")
 _STASH_KEY = "global_fp8_buffer_pos_fwd_recompute"
+_FIFO_ACTIONS = ("ownership_captured", "ownership_installed")
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Plugin:
             if actions is None:
                 raise
             self._perform(actions)  # the actions before the raise happen (TE's order)
-            self._mirror()
+            self._mirror(actions)
             raise
         actions = result[1] if event == "module_claim" else result
         if defer:
@@ -124,7 +125,7 @@ class Plugin:
             self.pending.extend(actions)
         else:
             self._perform(actions)
-        self._mirror()
+        self._mirror(actions)
         return result
 
     def catch_up(self, sync_grad: bool = True) -> None:
@@ -191,8 +192,9 @@ class Plugin:
         self._perform(self.machine.backward_pass_end(completed))
         self._mirror()
 
-    def _mirror(self) -> None:
-        """TE's globals as the table has them."""
+    def _mirror(self, actions=()) -> None:
+        """TE's globals as the table has them (`actions`: the event's, which say whether the
+        captured-bit FIFO may have changed)."""
         q = self.te.manager.quantization_state
         q.is_first_fp8_module = self.machine.ownership_available
         q.autocast_depth = self.machine.autocast_depth
@@ -201,7 +203,9 @@ class Plugin:
         self.te.distributed._ACTIVATION_RECOMPUTE_PHASE = phase == "recompute"
         # upstream's FIFO of captured bits: TE's own list follows the table's, by TE's own
         # operations (append at a capture, pop(0) at a recompute entry), so that code watching
-        # the list sees each push and pop.
+        # the list sees each push and pop. Only a capture or an install changes it.
+        if not any(a[0] in _FIFO_ACTIONS for a in actions):
+            return
         fifo, bits = self._te_fifo(), self.machine.captured_bits
         while len(fifo) > len(bits):
             fifo.pop(0)
