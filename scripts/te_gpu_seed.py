@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from pathlib import Path
 
 import torch
 import transformer_engine.pytorch as te
@@ -22,15 +24,27 @@ from transformer_engine.common.recipe import DelayedScaling
 
 import fp8sm.te
 
-SEED_UPSTREAM = {
-    "no checkpoint": (1, 1),
-    "non-reentrant/single": (2, 1),
-    "non-reentrant/per-layer": (4, 1),
-    "reentrant/single/1 layer": (2, 1),
-    "reentrant/single/3 layers": (2, 3),
-    "reentrant/per-layer": (4, 3),
-    "nested reentrant": (3, 2),
+# The configurations, each with the catalogue file that writes it as a scenario; that file's
+# first line carries the seed's upstream counts ("(seed: upstream F/B)").
+CONFIGURATIONS = {
+    "no checkpoint": "01-no-checkpoint.scn",
+    "non-reentrant/single": "02-nonreentrant-single.scn",
+    "non-reentrant/per-layer": "03-nonreentrant-per-layer.scn",
+    "reentrant/single/1 layer": "04-reentrant-single-1-layer.scn",
+    "reentrant/single/3 layers": "05-reentrant-single-3-layers.scn",
+    "reentrant/per-layer": "06-reentrant-per-layer.scn",
+    "nested reentrant": "07-nested-reentrant.scn",
 }
+CATALOGUE = Path(__file__).resolve().parents[1] / "spec" / "catalogue"
+
+
+def seed_counts(file_name: str) -> tuple:
+    first_line = (CATALOGUE / file_name).read_text().splitlines()[0]
+    forward, backward = re.search(r"seed: upstream (\d+)/(\d+)", first_line).groups()
+    return int(forward), int(backward)
+
+
+SEED_UPSTREAM = {name: seed_counts(file_name) for name, file_name in CONFIGURATIONS.items()}
 WIDTH, ROWS = 64, 32
 
 
@@ -69,29 +83,24 @@ def step(configuration: str) -> tuple:
     def ckpt(function, h, reentrant):
         return te.distributed.checkpoint(function, h, use_reentrant=reentrant)
 
+    def per_layer(h, reentrant):
+        for m in layers:
+            h = ckpt(m, h, reentrant)
+        return h
+
+    forwards = {
+        "no checkpoint": lambda: run(layers, x),
+        "non-reentrant/single": lambda: ckpt(lambda h: run(layers, h), x, False),
+        "non-reentrant/per-layer": lambda: per_layer(x, False),
+        "reentrant/single/1 layer": lambda: ckpt(layers[0], x, True),
+        "reentrant/single/3 layers": lambda: ckpt(lambda h: run(layers, h), x, True),
+        "reentrant/per-layer": lambda: per_layer(x, True),
+        "nested reentrant": lambda: ckpt(lambda h: run(layers[1:], ckpt(layers[0], h, True)), x, True),
+    }
     counter = Counter()
     try:
         with te.autocast(enabled=True, recipe=DelayedScaling()):
-            if configuration == "no checkpoint":
-                out = run(layers, x)
-            elif configuration.startswith("non-reentrant/single"):
-                out = ckpt(lambda h: run(layers, h), x, False)
-            elif configuration == "non-reentrant/per-layer":
-                out = x
-                for m in layers:
-                    out = ckpt(m, out, False)
-            elif configuration == "reentrant/single/1 layer":
-                out = ckpt(layers[0], x, True)
-            elif configuration == "reentrant/single/3 layers":
-                out = ckpt(lambda h: run(layers, h), x, True)
-            elif configuration == "reentrant/per-layer":
-                out = x
-                for m in layers:
-                    out = ckpt(m, out, True)
-            elif configuration == "nested reentrant":
-                out = ckpt(lambda h: run(layers[1:], ckpt(layers[0], h, True)), x, True)
-            else:
-                raise ValueError(configuration)
+            out = forwards[configuration]()
         loss = out.float().pow(2).mean()
         loss.backward()
         torch.cuda.synchronize()
