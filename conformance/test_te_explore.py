@@ -790,7 +790,7 @@ class EndToEnd(unittest.TestCase):
         once per process, and a process of its own costs seconds of imports); its report goes to
         `out`, or nowhere."""
         te = loaded_te()
-        with Broken(te_conformance, "load_te", lambda source: te), contextlib.redirect_stdout(out or io.StringIO()), \
+        with Broken(te_conformance, "load_te", lambda source, plugin=None: te), contextlib.redirect_stdout(out or io.StringIO()), \
                 contextlib.redirect_stderr(io.StringIO()):
             return te_explore.main(["--te-source", os.environ["TE_SOURCE"], "--explorer", explorer(), *arguments])
 
