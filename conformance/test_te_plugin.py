@@ -107,6 +107,20 @@ class PluginTest(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "not installed"):
             fp8sm.te.reset()
 
+    def test_a_module_the_plugin_does_not_route_is_refused_by_name(self):
+        import torch
+        from te_loader import cuda_reported_available
+
+        class Other(self.te.base.TransformerEngineBaseModule):  # claims and updates in code of its own
+            def forward(self, x):
+                return x
+
+        with cuda_reported_available():
+            other = Other()
+        with Installed("fp8sm"):
+            with self.assertRaisesRegex(NotImplementedError, "^fp8sm.te: Other is not routed through the table"):
+                other.prepare_forward(torch.zeros(2, 2))
+
     def test_an_exception_inside_a_checkpoint_leaves_the_state_the_table_leaves(self):
         # The catalogue's forward-exception rows, judged on TE with the plugin under fp8sm:
         # the steps' counts are the model's, and TE's globals are clean after each program.

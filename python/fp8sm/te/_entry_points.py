@@ -60,7 +60,7 @@ def install_all(plugin: Plugin) -> None:
     _install_autocast(manager)
     _install_gates(manager)
     _install_checkpoints(distributed)
-    _install_module_forward(base)
+    _install_module_forward(base, linear.Linear)
     _install_linear(linear)
     _install_grad_modes()
 
@@ -271,7 +271,7 @@ def _with_arf(distributed, function: Callable, reentrant: bool = True) -> Callab
 
 # ---- module forward ------------------------------------------------------------------------------
 
-def _install_module_forward(base) -> None:
+def _install_module_forward(base, routed_module_class) -> None:
     module_class = base.TransformerEngineBaseModule
     te_prepare = module_class.__dict__["prepare_forward"]
     te_end = module_class.__dict__["end_forward"]
@@ -283,6 +283,11 @@ def _install_module_forward(base) -> None:
 
     def prepare_forward(self, inp, *args, **kwargs):
         plugin = _state.plugin
+        if not isinstance(self, routed_module_class):
+            # Its claim and backward update are not routed (LayerNormLinear, LayerNormMLP,
+            # GroupedLinear keep their own): half a routing would be neither TE nor the table.
+            raise NotImplementedError(f"fp8sm.te: {type(self).__name__} is not routed through the table "
+                                      "(the plugin routes transformer_engine.pytorch.Linear; docs/te-plugin.md)")
         m = plugin.module_id(self)
         actions = plugin.fire("module_prepare", m, defer=True)
         # TE's recompute branch (its meta replaced by a stashed one, no init) where the table
