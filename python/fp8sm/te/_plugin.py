@@ -50,7 +50,6 @@ class Plugin:
     def __init__(self, semantics: str, te: TeModules):
         self.semantics = semantics
         self.te = te
-        self.original: Dict[str, object] = {}  # TE's functions the entry points replaced, by name
         self.reset()
 
     # ---- state ---------------------------------------------------------------------------------
@@ -294,13 +293,16 @@ class Plugin:
 
     def pop_stash(self, meta: dict) -> None:
         stash = self.te.manager.quantization_state.fp8_tensors_recompute_buffer[meta[_STASH_KEY]]
-        amax_history, scale = stash.popleft()
-        meta["scaling_fwd"].amax_history.copy_(amax_history)
-        meta["scaling_fwd"].scale.copy_(scale)
+        self._make_live(meta, *stash.popleft())
 
     def replay_stash(self, meta: dict, module: int, capture: int, occurrence: int) -> None:
         self.last_replay = capture
-        amax_history, scale = self.stashes[capture][module][occurrence]
+        self._make_live(meta, *self.stashes[capture][module][occurrence])
+
+    @staticmethod
+    def _make_live(meta: dict, amax_history, scale) -> None:
+        """A stashed forward meta becomes the module's live one (copied in place: TE's casts
+        hold the tensors)."""
         meta["scaling_fwd"].amax_history.copy_(amax_history)
         meta["scaling_fwd"].scale.copy_(scale)
 
