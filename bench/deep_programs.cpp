@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "explorer/scenario_run.hpp"
+#include "explorer/model/scenario_run.hpp"
 #include "spec/scenario_parser.hpp"
 
 namespace {

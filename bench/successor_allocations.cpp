@@ -3,7 +3,7 @@
 // canonical bytes, and judging the end of the program there. With the flat model state every
 // figure is zero (tests/test_flat_state.cpp asserts it); this prints them.
 //
-// It walks every program of up to `--depth` statements depth first (explorer/successor_walk.hpp:
+// It walks every program of up to `--depth` statements depth first (explorer/model/successor_walk.hpp:
 // without merging equal states, so the figures are per successor tried), counting the calls of
 // the global operator new made by each part.
 //
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "explorer/successor_walk.hpp"
+#include "explorer/model/successor_walk.hpp"
 #include "spec/invariants.hpp"
 #include "spec/semantics.hpp"
 #include "tests/counting_operator_new.hpp"

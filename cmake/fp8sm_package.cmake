@@ -22,7 +22,7 @@ set(FP8SM_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/fp8sm")
 # (cmake/fp8sm-config.cmake.in) and build-only helpers under $<BUILD_INTERFACE:...>: CMake
 # refuses to generate an export that names anything else.
 set(fp8sm_package_libraries
-  spec statemachine driver interpreter checker checker_mpi
+  spec statemachine driver interpreter explorer_model explorer_search explorer_report checker checker_mpi
   kernels kernels_device kernels_nvrtc kernels_cuda
   amax_reduction amax_reduction_mpi
   runtime runtime_device runtime_cuda runtime_backends)

@@ -41,18 +41,18 @@
 #include <optional>
 #include <string>
 
-#include "explorer/catalogue_report.hpp"
+#include "explorer/report/catalogue_report.hpp"
 #include "explorer/command_line.hpp"
 #include "explorer/interrupt_signals.hpp"
-#include "explorer/mermaid.hpp"
-#include "explorer/program_list.hpp"
-#include "explorer/ranks.hpp"
-#include "explorer/report.hpp"
-#include "explorer/scenario_run.hpp"
-#include "explorer/search.hpp"
-#include "explorer/search_report.hpp"
-#include "explorer/sequence_dot.hpp"
-#include "explorer/table_dot.hpp"
+#include "explorer/report/mermaid.hpp"
+#include "explorer/report/program_list.hpp"
+#include "explorer/search/ranks.hpp"
+#include "explorer/report/report.hpp"
+#include "explorer/model/scenario_run.hpp"
+#include "explorer/search/search.hpp"
+#include "explorer/report/search_report.hpp"
+#include "explorer/report/sequence_dot.hpp"
+#include "explorer/report/table_dot.hpp"
 #include "spec/catalogue.hpp"
 #include "spec/invariants.hpp"
 #include "spec/random_program.hpp"
@@ -60,7 +60,7 @@
 #include "spec/semantics.hpp"
 #include "statemachine/machine.hpp"
 #ifdef FP8SM_HAVE_MPI
-#include "explorer/mpi_ranks.hpp"
+#include "explorer/search/mpi_ranks.hpp"
 #endif
 
 namespace {
@@ -158,7 +158,7 @@ bool any_violation(const explorer::ScenarioReport& report) {
 // --mermaid, --dot: a run, or a search's counterexamples, drawn instead of reported.
 enum class Picture { None, Mermaid, Dot };
 
-// The run drawn as a sequence diagram (explorer/mermaid.hpp, explorer/sequence_dot.hpp); the
+// The run drawn as a sequence diagram (explorer/report/mermaid.hpp, explorer/report/sequence_dot.hpp); the
 // exit status is the report's.
 int run_picture_command(const std::string& target, const std::string& semantics, Picture picture) {
   const LoadedScenario scenario = load_scenario(target);

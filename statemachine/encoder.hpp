@@ -1,6 +1,6 @@
 // Byte packing for snapshots of a machine (Machine::snapshot, which the runtime's tests compare
 // with the model's): equal encodings mean equal futures. The exhaustive search has its own,
-// flat canonical form (explorer/canonical_state.hpp).
+// flat canonical form (explorer/model/canonical_state.hpp).
 //
 // Values are appended little-endian. Identifiers that the model invents as it runs (checkpoint
 // captures, autograd nodes, graph generations) are written with put_id: with canonical ids

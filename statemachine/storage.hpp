@@ -15,7 +15,7 @@
 // A Tag names one list and gives its capacity in the flat state (kCapacity) and what it holds
 // (kWhat), for the refusal when a program needs more. Ids and positions are `S::Id`: 32 bits
 // for the growable storage, 8 for the flat one (whose ids are kept small: the search renames
-// them by rank after each statement, explorer/canonical_state.hpp).
+// them by rank after each statement, explorer/model/canonical_state.hpp).
 #pragma once
 
 #include <fmt/core.h>

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "explorer/scenario_run.hpp"
-#include "explorer/search.hpp"
+#include "explorer/model/scenario_run.hpp"
+#include "explorer/search/search.hpp"
 #include "spec/catalogue.hpp"
 #include "spec/scenario_parser.hpp"
 

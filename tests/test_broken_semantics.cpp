@@ -3,7 +3,7 @@
 // autocast updates again, as upstream's does).
 #include <gtest/gtest.h>
 
-#include "explorer/search.hpp"
+#include "explorer/search/search.hpp"
 #include "scenario_helpers.hpp"
 
 namespace fp8sm {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "explorer/scenario_run.hpp"
+#include "explorer/model/scenario_run.hpp"
 #include "scenario_helpers.hpp"
 #include "spec/scenario_parser.hpp"
 

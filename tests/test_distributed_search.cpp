@@ -10,10 +10,10 @@
 #include <mutex>
 #include <string>
 
-#include "explorer/ranks.hpp"
-#include "explorer/search.hpp"
-#include "explorer/search_report.hpp"
-#include "explorer/thread_ranks.hpp"
+#include "explorer/search/ranks.hpp"
+#include "explorer/search/search.hpp"
+#include "explorer/report/search_report.hpp"
+#include "explorer/search/thread_ranks.hpp"
 #include "scenario_helpers.hpp"
 
 namespace fp8sm {

@@ -1,7 +1,7 @@
 // The exhaustive search's flat state: a successor allocates nothing, the search's shortcut
 // around renaming ids is never wrong, and the state is what its capacities promise.
 //
-// Successors are walked as the search runs them (explorer/successor_walk.hpp), every program
+// Successors are walked as the search runs them (explorer/model/successor_walk.hpp), every program
 // of up to 4 statements (closes free) for every semantics, with every invariant checked and
 // with I1 alone (the SPIN comparison's configuration).
 #include <gtest/gtest.h>
@@ -13,11 +13,11 @@
 #include <new>
 #include <type_traits>
 
-#include "explorer/alphabet.hpp"
-#include "explorer/canonical_state.hpp"
-#include "explorer/model_state.hpp"
-#include "explorer/search.hpp"
-#include "explorer/successor_walk.hpp"
+#include "explorer/model/alphabet.hpp"
+#include "explorer/model/canonical_state.hpp"
+#include "explorer/model/model_state.hpp"
+#include "explorer/search/search.hpp"
+#include "explorer/model/successor_walk.hpp"
 #include "tests/counting_operator_new.hpp"
 
 namespace fp8sm {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "explorer/search.hpp"
+#include "explorer/search/search.hpp"
 #include "scenario_helpers.hpp"
 #include "machine_helpers.hpp"
 #include "statemachine/machine.hpp"

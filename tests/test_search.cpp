@@ -10,11 +10,11 @@
 #include <sstream>
 #include <string>
 
-#include "explorer/alphabet.hpp"
-#include "explorer/model_state.hpp"
-#include "explorer/scenario_run.hpp"
-#include "explorer/search.hpp"
-#include "explorer/search_report.hpp"
+#include "explorer/model/alphabet.hpp"
+#include "explorer/model/model_state.hpp"
+#include "explorer/model/scenario_run.hpp"
+#include "explorer/search/search.hpp"
+#include "explorer/report/search_report.hpp"
 #include "scenario_helpers.hpp"
 #include "spec/format.hpp"
 #include "spec/scenario_parser.hpp"

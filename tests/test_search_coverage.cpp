@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "explorer/coverage_report.hpp"
-#include "explorer/row_guards.hpp"
-#include "explorer/search.hpp"
-#include "explorer/search_report.hpp"
+#include "explorer/report/coverage_report.hpp"
+#include "explorer/report/row_guards.hpp"
+#include "explorer/search/search.hpp"
+#include "explorer/report/search_report.hpp"
 #include "scenario_helpers.hpp"
 
 namespace fp8sm {

@@ -10,8 +10,8 @@
 
 #include "coverage_helpers.hpp"
 #include "documented_unreachable.hpp"
-#include "explorer/row_guards.hpp"
-#include "explorer/search.hpp"
+#include "explorer/report/row_guards.hpp"
+#include "explorer/search/search.hpp"
 #include "scenario_helpers.hpp"
 
 namespace fp8sm {

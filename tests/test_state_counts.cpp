@@ -6,7 +6,7 @@
 // Why these numbers: they are what the explorer counted before the model's state moved into
 // the driver (commit 75da60c, where the interpreter and the runtime each wrote the composite
 // operations), and a restructuring of the model's state must not change which states are
-// equal: the flat state with its canonical renaming (explorer/canonical_state.hpp) counted
+// equal: the flat state with its canonical renaming (explorer/model/canonical_state.hpp) counted
 // exactly these too. A change here is either a semantic change of the model (then explain it
 // and update the numbers) or a broken encoding (then fix it): a count that drops means states
 // merged that the encoding should keep apart, or a reduction that was added; one that grows
@@ -42,7 +42,7 @@
 
 #include <cstdint>
 
-#include "explorer/search.hpp"
+#include "explorer/search/search.hpp"
 #include "scenario_helpers.hpp"
 #include "spec/format.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "explorer/model_state.hpp"
+#include "explorer/model/model_state.hpp"
 #include "scenario_helpers.hpp"
 
 namespace fp8sm {

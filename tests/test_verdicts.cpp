@@ -6,8 +6,8 @@
 // (RUN_SERIAL).
 #include <gtest/gtest.h>
 
-#include "explorer/scenario_run.hpp"
-#include "explorer/search.hpp"
+#include "explorer/model/scenario_run.hpp"
+#include "explorer/search/search.hpp"
 #include "scenario_helpers.hpp"
 
 namespace fp8sm {

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "explorer/scenario_run.hpp"
+#include "explorer/model/scenario_run.hpp"
 #include "spec/scenario_parser.hpp"
 #include "spec/semantics.hpp"
 

@@ -92,7 +92,7 @@ target_link_libraries(all_targets PRIVATE ${imported})
 CMAKE
 "$cmake" -S "$all" -B "$all/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" >"$tmp/all.log" 2>&1 \
   || { cat "$tmp/all.log"; fail "a project linking every fp8sm:: target does not configure"; }
-for name in runtime statemachine kernels spec checker; do
+for name in runtime statemachine kernels spec checker explorer_model explorer_search explorer_report; do
   grep -Eq "fp8sm::$name(;|\$)" "$tmp/all.log" || fail "the package has no fp8sm::$name"
 done
 

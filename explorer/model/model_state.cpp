@@ -1,0 +1,166 @@
+#include "explorer/model/model_state.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "explorer/model/canonical_state.hpp"
+#include "explorer/model/transparency.hpp"
+#include "spec/scenario_transform.hpp"
+
+namespace fp8sm::explorer {
+
+using spec::Op;
+using spec::Statement;
+
+std::vector<std::string> carried_state(const spec::InvariantSet& checks) {
+  const CheckedObservers carried = CheckedObservers::for_checks(checks);
+  std::vector<std::string> parts = {"the model (machine, tape, checkpoint ledger, blocks)"};
+  if (carried.ownership) parts.emplace_back("ownership scopes and live owners (I3)");
+  if (carried.numerics) parts.emplace_back("symbolic metas, stashes and checkpoint extents (I4, I5, I8, I9)");
+  if (checks.empty() || checks.contains(spec::Invariant::I8)) {
+    parts.emplace_back("step results and the run without checkpoints (I8)");
+  }
+  return parts;
+}
+
+ModelRunner::ModelRunner(spec::Semantics semantics, const spec::InvariantSet& checks, bool canonical_ids)
+    : semantics_(semantics),
+      carried_(CheckedObservers::for_checks(checks)),
+      with_reference_(checks.empty() || checks.contains(spec::Invariant::I8)),
+      canonical_ids_(canonical_ids),
+      program_(scratch_.program.model, &program_checker_),
+      program_checker_(scratch_.program.observers, carried_),
+      reference_(scratch_.reference.model, &reference_checker_),
+      reference_checker_(scratch_.reference.observers, carried_) {
+  initial(scratch_);
+  program_.keep_steps(false);
+  reference_.keep_steps(false);
+  program_checker_.attach(program_.machine());
+  reference_checker_.attach(reference_.machine());
+  program_checker_.report_to(verdict_);
+  reference_checker_.report_to(ignored_);
+}
+
+void ModelRunner::initial(ModelState& state) const {
+  state.facts = ProgramFacts{};
+  state.program.model = interpreter::FlatInterpreter::initial_state(semantics_);
+  state.program.observers = InvariantChecker<FlatStorage>::initial_state();
+  if (canonical_ids_) canonicalize(state.program, carried_);  // its first graph and counters, as ranks
+  if (with_reference_) state.reference = state.program;
+}
+
+void ModelRunner::copy(ModelState& to, const ModelState& from) const {
+  to.facts = from.facts;
+  to.program.model = from.program.model;
+  if (carried_.forward_updates) to.program.observers.program_grad = from.program.observers.program_grad;
+  if (carried_.ownership) to.program.observers.ownership = from.program.observers.ownership;
+  if (carried_.numerics) to.program.observers.numerics = from.program.observers.numerics;
+  if (with_reference_) to.reference = from.reference;
+}
+
+void ModelRunner::bind(ModelState& state) {
+  if (bound_ == &state) return;  // a chain's links are one state, one statement after another
+  bound_ = &state;
+  program_.bind(state.program.model);
+  program_checker_.bind(state.program.observers);
+  if (!with_reference_) return;
+  reference_.bind(state.reference.model);
+  reference_checker_.bind(state.reference.observers);
+}
+
+const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
+  verdict_.clear();
+  ignored_.clear();
+  ProgramFacts& facts = state.facts;
+  bind(state);
+  // The reference's divergence (spec::ReferenceDivergence, statement by statement; a tape's
+  // and a checkpoint's only by the statements the program executes).
+  spec::apply_divergence(s, facts.inside_checkpoint(), !program_.skipping(), program_.input_lacks_grad(),
+                         facts.diverged, facts.tape_freed);
+  // The reference sees the program without checkpoint blocks and recompute_uncaptured
+  // (spec::without_checkpoints, statement by statement).
+  bool reference_skips = s.op == Op::RecomputeUncaptured;
+  if (spec::opens_block(s.op)) {
+    facts.open.push_back(s.op);
+    reference_skips = spec::is_checkpoint(s.op);
+    facts.checkpoints_open = static_cast<std::uint8_t>(facts.checkpoints_open + (reference_skips ? 1 : 0));
+  } else if (s.op == Op::Close) {
+    reference_skips = spec::is_checkpoint(facts.open.back());
+    facts.checkpoints_open = static_cast<std::uint8_t>(facts.checkpoints_open - (reference_skips ? 1 : 0));
+    facts.open.pop_back();
+  } else if (s.op == Op::Save) {
+    facts.tape_saved[s.name] = true;
+  } else if (s.op == Op::Linear) {
+    facts.modules_used = std::max<std::uint8_t>(facts.modules_used, static_cast<std::uint8_t>(s.name + 1));
+  }
+
+  const std::uint32_t program_step = state.program.model.step;
+  const std::uint32_t reference_step = state.reference.model.step;
+  const IdsBefore program_before = ids_before(state.program, s.op);
+  const IdsBefore reference_before = with_reference_ ? ids_before(state.reference, s.op) : IdsBefore{};
+  program_.feed(s);
+  if (with_reference_ && !reference_skips) reference_.feed(s);
+  if (s.op == Op::Step) finish_step(state, program_step, reference_step);
+  if (canonical_ids_) {
+    if (!keeps_canonical_ids(s.op, program_before, state.program)) canonicalize(state.program, carried_);
+    if (with_reference_ && !(reference_skips || keeps_canonical_ids(s.op, reference_before, state.reference))) {
+      canonicalize(state.reference, carried_);
+    }
+  }
+  return verdict_;
+}
+
+const Verdict& ModelRunner::end_here(ModelState& state) {
+  verdict_.clear();
+  ignored_.clear();
+  // The end of the file ends the step: with no observer of a step's end and no I8, that
+  // violates nothing, and the state is discarded after.
+  if (!carried_.judge_step_ends() && !with_reference_) return verdict_;
+  bind(state);
+  const std::uint32_t program_step = state.program.model.step;
+  const std::uint32_t reference_step = state.reference.model.step;
+  program_.end_of_file();
+  if (with_reference_) reference_.end_of_file();
+  finish_step(state, program_step, reference_step);
+  return verdict_;
+}
+
+// After `step` (or at the end of the file): the step's own verdict, then I8 against the
+// reference's same step, when both ended one (each run's step number was given before).
+void ModelRunner::finish_step(ModelState& state, std::uint32_t program_step, std::uint32_t reference_step) {
+  if (!with_reference_) return;
+  const bool program_ended = state.program.model.step != program_step;
+  const bool reference_ended = state.reference.model.step != reference_step;
+  ProgramFacts& facts = state.facts;
+  if (facts.reference_comparable && program_ended && reference_ended) {
+    const TransparencyJudgement judgement = judge_transparency(
+        outcome(program_.last_step()), outcome(reference_.last_step()),
+        same_numerics(state.program.observers.numerics.modules, state.reference.observers.numerics.modules),
+        facts.diverged);
+    if (judgement.violation) verdict_.add(*judgement.violation);
+    facts.reference_comparable = judgement.later_steps_comparable;
+  }
+}
+
+std::uint64_t ModelRunner::fingerprint(const ModelState& state) const {
+  thread_local ByteWriter bytes;  // reused: the fingerprint is on the hot path
+  bytes.clear();
+  write_canonical(state.facts, with_reference_, bytes);
+  write_canonical(state.program, carried_, canonical_ids_, with_reference_, bytes);
+  if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, bytes);
+  if (bytes.size() > ByteWriter::kStateBound) std::abort();  // cannot happen: the bound is the state's size, four times
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
+
+std::string ModelRunner::canonical_bytes(const ModelState& state) const {
+  ByteWriter bytes;
+  bytes.clear();
+  write_canonical(state.facts, with_reference_, bytes);
+  write_canonical(state.program, carried_, canonical_ids_, with_reference_, bytes);
+  if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, bytes);
+  return std::string(bytes.data(), bytes.size());
+}
+
+}  // namespace fp8sm::explorer

@@ -1,0 +1,179 @@
+#include "explorer/search/program_model.hpp"
+
+#include <fmt/core.h>
+#include <xxhash.h>
+
+#include "explorer/model/alphabet.hpp"
+#include "explorer/model/model_state.hpp"
+#include "explorer/model/statement_code.hpp"
+#include "statemachine/machine.hpp"
+
+namespace fp8sm::explorer {
+
+using spec::Statement;
+
+namespace {
+
+// One thread's runner (the interpreters and observers, bound to whichever state it executes) and
+// flat states: the parent rebuilt from the root, the child extended from it, and the parent's
+// parent as last rebuilt (siblings come one after the other in a layer, so a parent is most
+// often one statement away from it). Nothing is allocated per successor.
+class ProgramCursor : public ModelCursor {
+ public:
+  explicit ProgramCursor(const ModelSettings& settings)
+      : settings_(settings),
+        runner_(settings.semantics, settings.checks, settings.canonical_ids),
+        root_(std::make_unique<ModelState>()),
+        parent_(std::make_unique<ModelState>()),
+        child_(std::make_unique<ModelState>()),
+        grandparent_(std::make_unique<ModelState>()) {
+    runner_.initial(*root_);
+  }
+
+  ModelStep initial() override {
+    ModelStep step;
+    step.fingerprint = runner_.fingerprint(*root_);
+    step.top_level = true;
+    runner_.copy(*child_, *root_);
+    step.end_violations = runner_.end_here(*child_).violations();
+    return step;
+  }
+
+  void stand_on(const SearchPath& path, std::vector<StatementCode>& next) override {
+    rebuild(path);
+    next_statements(parent_->facts, settings_.alphabet, statements_);
+    next.clear();
+    for (const Statement& s : statements_) next.push_back(pack_statement(s));
+  }
+
+  ModelStep step(StatementCode code, bool on_child, std::vector<std::uint16_t>* rows) override {
+    ModelState& state = *child_;
+    if (!on_child) runner_.copy(state, *parent_);
+    // Rows are recorded here only: rebuilding a parent replays rows already counted.
+    if (rows != nullptr) runner_.record_rows(rows);
+    ModelStep step;
+    step.violations = runner_.apply(state, unpack_statement(code)).violations();
+    step.fingerprint = runner_.fingerprint(state);
+    step.top_level = state.facts.open.empty();
+    // A top-level state ends the chain, so the state is not needed after its end verdict.
+    if (step.top_level) step.end_violations = runner_.end_here(state).violations();
+    if (rows != nullptr) runner_.record_rows(nullptr);
+    return step;
+  }
+
+  std::string reason(const SearchPath& path, bool at_end, spec::Invariant invariant) override {
+    ModelState& state = *child_;
+    runner_.copy(state, *root_);
+    const std::vector<Statement> statements = path.statements();
+    const std::size_t replayed = at_end ? statements.size() : statements.size() - 1;
+    for (std::size_t s = 0; s < replayed; ++s) runner_.apply(state, statements[s]);
+    const Verdict& verdict = at_end ? runner_.end_here(state) : runner_.apply(state, statements.back());
+    return verdict.reason(invariant);
+  }
+
+  // The fingerprints of the root and its successors: part of the model's identity.
+  std::vector<std::uint64_t> first_fingerprints() {
+    std::vector<StatementCode> next;
+    stand_on(SearchPath{}, next);
+    std::vector<std::uint64_t> fingerprints = {runner_.fingerprint(*root_)};
+    for (const Statement& s : statements_) {
+      runner_.copy(*child_, *root_);
+      runner_.apply(*child_, s);
+      fingerprints.push_back(runner_.fingerprint(*child_));
+    }
+    return fingerprints;
+  }
+
+ private:
+  void rebuild(const SearchPath& path) {
+    if (path.empty()) {
+      runner_.copy(*parent_, *root_);
+      return;
+    }
+    const SearchPath up = path.parent();
+    if (!has_grandparent_ || up != grandparent_path_) {
+      runner_.copy(*grandparent_, *root_);
+      for (int i = 0, n = up.size(); i < n; ++i) runner_.apply(*grandparent_, unpack_statement(up[i]));
+      grandparent_path_ = up;
+      has_grandparent_ = true;
+    }
+    runner_.copy(*parent_, *grandparent_);
+    runner_.apply(*parent_, unpack_statement(path[path.size() - 1]));
+  }
+
+  const ModelSettings& settings_;
+  ModelRunner runner_;
+  std::vector<Statement> statements_;  // those that may follow the parent
+  std::unique_ptr<ModelState> root_;   // the empty program
+  std::unique_ptr<ModelState> parent_;
+  std::unique_ptr<ModelState> child_;
+  std::unique_ptr<ModelState> grandparent_;
+  SearchPath grandparent_path_;
+  bool has_grandparent_ = false;
+};
+
+}  // namespace
+
+ProgramModel::ProgramModel(const ModelSettings& settings) : settings_(settings) {}
+
+std::unique_ptr<ModelCursor> ProgramModel::cursor() const { return std::make_unique<ProgramCursor>(settings_); }
+
+StatementCode ProgramModel::close_code() const { return pack_statement(close_statement()); }
+
+spec::InvariantSet ProgramModel::checked() const {
+  spec::InvariantSet checks = settings_.checks;
+  if (checks.empty()) {
+    for (spec::Invariant i : spec::kAllInvariants) checks.add(i);
+  }
+  return checks;
+}
+
+std::vector<std::string> ProgramModel::carried() const { return carried_state(settings_.checks); }
+
+std::size_t ProgramModel::table_rows() const { return statemachine::Machine::rows().rows().size(); }
+
+// The statements of the path with its open blocks closed: a well-formed program.
+spec::Program ProgramModel::program(const SearchPath& path) const {
+  std::vector<Statement> statements = path.statements();
+  int open = 0;
+  for (const Statement& s : statements) {
+    if (spec::opens_block(s.op)) ++open;
+    if (s.op == spec::Op::Close) --open;
+  }
+  for (; open > 0; --open) statements.push_back(close_statement());
+  return program_of(statements, settings_.alphabet);
+}
+
+// Who this model's states are: the table's rows, the flat state's size, and the fingerprints of
+// the empty program and its successors. A build whose model or encoding differs (so its
+// fingerprints mean other states) has another identity, whatever its version.
+std::uint64_t ProgramModel::identity() const {
+  XXH64_state_t* hash = XXH64_createState();
+  XXH64_reset(hash, 0);
+  for (const auto& row : statemachine::Machine::rows().rows()) {
+    const std::string text = row.to_string();
+    XXH64_update(hash, text.data(), text.size());
+  }
+  const std::uint64_t size = sizeof(ModelState);
+  XXH64_update(hash, &size, sizeof size);
+  ProgramCursor cursor(settings_);
+  const std::vector<std::uint64_t> fingerprints = cursor.first_fingerprints();
+  XXH64_update(hash, fingerprints.data(), fingerprints.size() * sizeof(std::uint64_t));
+  const std::uint64_t identity = XXH64_digest(hash);
+  XXH64_freeState(hash);
+  return identity;
+}
+
+std::string ProgramModel::settings() const {
+  const spec::InvariantSet checked_now = checked();
+  std::string checks;
+  for (spec::Invariant i : spec::kAllInvariants) {
+    if (checked_now.contains(i)) checks += fmt::format("{}{}", checks.empty() ? "" : ",", spec::id(i));
+  }
+  return fmt::format("semantics={} modules={} tapes={} symmetry={} data-inputs={} canonical-ids={} check={}",
+                     spec::name(settings_.semantics), settings_.alphabet.modules, settings_.alphabet.tapes,
+                     settings_.alphabet.symmetry ? "on" : "off", settings_.alphabet.data ? "on" : "off",
+                     settings_.canonical_ids ? "on" : "off", checks);
+}
+
+}  // namespace fp8sm::explorer

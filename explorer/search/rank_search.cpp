@@ -1,0 +1,315 @@
+#include "explorer/search/rank_search.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+
+namespace fp8sm::explorer {
+
+namespace {
+
+std::uint64_t peak_memory_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024u;
+  }
+  return 0;
+}
+
+}  // namespace
+
+RankSearch::RankSearch(const EngineOptions& options, const SearchModel& model, Ranks& ranks,
+                       const ProgressCallback& progress)
+    : options_(options),
+      model_(model),
+      ranks_(ranks),
+      progress_(ranks.rank() == 0 ? progress : ProgressCallback{}),
+      checks_(model.checked()),
+      close_(model.close_code()),
+      state_(options.coverage ? model.table_rows() : 0) {
+  const std::uint64_t ranks_count = static_cast<std::uint64_t>(ranks.size());
+  memory_share_ = options.max_memory / ranks_count;
+  if (options.coverage) {
+    state_.row_transitions.assign(state_.finds.rows(), 0);
+    coverage_seen_in_.assign(state_.finds.rows(), 0);
+  }
+}
+
+SearchResult RankSearch::run() {
+  const auto start = std::chrono::steady_clock::now();
+  cursor_ = model_.cursor();
+  result_.carried = model_.carried();
+  if (!options_.snapshot_dir.empty()) open_snapshot_dir();
+  if (options_.resume) {
+    resume();
+  } else {
+    start_at_root();
+  }
+  if (progress_) progress_(state_.layers.back(), seconds_since(start));
+  expansion_ = std::make_unique<LayerExpansion>(options_, model_);
+  for (int depth = state_.depth_done; depth < options_.depth; ++depth) {
+    reserve_for_next_layer();
+    expand_layer(depth);
+    if (stopped_ != StopReason::None) break;
+    finish_layer(depth + 1);
+    if (progress_) progress_(state_.layers.back(), seconds_since(start));
+    if (!options_.snapshot_dir.empty() && depth + 1 < options_.depth) save_snapshot();
+  }
+  return finish(start);
+}
+
+double RankSearch::seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The initial state: stored by its owner, which also judges its end.
+void RankSearch::start_at_root() {
+  const ModelStep root = cursor_->initial();
+  if (owner_of(root.fingerprint, ranks_.size()) == me()) {
+    state_.seen.insert(root.fingerprint);
+    state_.frontier.push_back(FrontierEntry{});
+    record_violations(root.end_violations, root.fingerprint, 0, 0, Judged::End, SearchPath{});
+  }
+  state_.distinct = 1;
+  state_.layers.push_back(LayerStats{0, 1, 1, 0});
+}
+
+// Layer `depth` is complete: its counts summed over the ranks, its states the frontier.
+void RankSearch::finish_layer(int depth) {
+  std::uint64_t counts[2] = {layer_new_, layer_transitions_};
+  ranks_.all_reduce(counts, 2, Ranks::Reduce::Sum);
+  state_.distinct += counts[0];
+  state_.transitions += counts[1];
+  state_.layers.push_back(LayerStats{depth, counts[0], state_.distinct, counts[1]});
+  state_.depth_done = depth;
+  std::swap(state_.frontier, next_);
+  next_.clear();
+  list_programs(depth);
+}
+
+void RankSearch::expand_layer(int depth) {
+  layer_new_ = 0;
+  layer_transitions_ = 0;
+  round_stored_global_ = state_.distinct;
+  if (alone()) {
+    expand_alone(depth);
+  } else {
+    expand_in_rounds(depth);
+  }
+}
+
+// One rank: the chains of each parent merged as they come, in key order (the one-process
+// search), and a budget stops at the very state that reaches it. An interrupt stops it before the next parent, so that a long layer stops promptly.
+void RankSearch::expand_alone(int depth) {
+  const int length = depth + 1;
+  if (interrupt_requested()) {
+    stopped_ = StopReason::Interrupted;
+    return;
+  }
+  expansion_->expand(state_.frontier, 0, state_.frontier.size(), [&](std::size_t index, const Links& links) {
+    if (interrupt_requested()) {
+      stopped_ = StopReason::Interrupted;
+      return false;
+    }
+    constexpr std::size_t kAhead = 16;  // the table's slots asked for ahead of their lookup
+    const std::size_t n = links.links.size();
+    for (std::size_t i = 0; i < std::min(kAhead, n); ++i) state_.seen.prefetch(links.links[i].fingerprint);
+    std::size_t i = 0;
+    const FrontierEntry& parent = state_.frontier[index];
+    for_each_record(parent.key, parent.path, depth, links, options_.coverage, [&](const SuccessorRecord& record) {
+      if (i + kAhead < n) state_.seen.prefetch(links.links[i + kAhead].fingerprint);
+      ++i;
+      if (stopped_ == StopReason::None) merge_alone(record, length);
+    });
+    return stopped_ == StopReason::None;
+  });
+}
+
+void RankSearch::merge_alone(const SuccessorRecord& record, int length) {
+  count_transition(record, length);
+  if (options_.max_memory != 0 && !state_.seen.contains(record.fingerprint) && over_memory_budget(length)) {
+    stopped_ = StopReason::MaxMemory;
+    return;
+  }
+  if (!state_.seen.insert(record.fingerprint)) return;
+  remember(record, length);
+  count_new(record, length);
+  if (options_.max_states != 0 && state_.seen.size() >= options_.max_states) {
+    stopped_ = StopReason::MaxStates;
+    return;
+  }
+  count_next(record, length);
+}
+
+// A new state of the next layer: kept in the next frontier if the search goes past it, and
+// for --programs if it is a complete program.
+void RankSearch::remember(const SuccessorRecord& record, int length) {
+  if (length < options_.depth) next_.push_back(FrontierEntry{record.key, record.path});
+  if (options_.programs && record.top_level) programs_.push_back(FrontierEntry{record.key, record.path});
+}
+
+// Everything a successor makes count, up to a cut (`at`: the cut falls on this successor).
+void RankSearch::commit(const SuccessorRecord& record, bool is_new, StopReason at, int length) {
+  count_transition(record, length);
+  if (at == StopReason::MaxMemory || !is_new) return;
+  count_new(record, length);
+  if (at == StopReason::MaxStates) return;
+  count_next(record, length);
+}
+
+// The transition that reached the successor, where its chain starts (a later link's is
+// counted by count_next), and its verdict.
+void RankSearch::count_transition(const SuccessorRecord& record, int length) {
+  if (record.first_of_chain) {
+    ++layer_transitions_;
+    if (options_.coverage) count_rows(record.rows, record.key, record, length);
+  }
+  record_violations(record.violations, record.fingerprint, length, record.key, Judged::Transition, record.path);
+}
+
+// A state stored for the first time: counted, and its end judged at top level.
+void RankSearch::count_new(const SuccessorRecord& record, int length) {
+  ++layer_new_;
+  if (record.top_level) {
+    record_violations(record.end_violations, record.fingerprint, length, record.key, Judged::End, record.path);
+  }
+}
+
+// The next link of a new state's chain: its transition counts (a state seen before had its
+// chain counted when first seen).
+void RankSearch::count_next(const SuccessorRecord& record, int length) {
+  if (record.top_level) return;
+  ++layer_transitions_;
+  if (options_.coverage) count_rows(record.next_rows, record.key + 1, record, length);
+}
+
+// One transition's rows: each counts once for it, and the first transition to take a row is
+// its witness (the program of the successor, closed).
+void RankSearch::count_rows(const RowSpan& rows, std::uint64_t key, const SuccessorRecord& record, int length) {
+  ++coverage_serial_;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const std::uint16_t row = rows[r];
+    if (coverage_seen_in_[row] == coverage_serial_) continue;
+    coverage_seen_in_[row] = coverage_serial_;
+    if (state_.row_transitions[row]++ == 0) {
+      state_.finds.offer_row(row, Find{true, static_cast<std::uint8_t>(length), key, Judged::Transition, record.path});
+    }
+  }
+}
+
+// A transition or a program end violated something: the state it reached counts as violating,
+// and the first program to do so is a candidate counterexample.
+void RankSearch::record_violations(spec::InvariantSet violations, std::uint64_t fingerprint, int length, std::uint64_t key,
+                       Judged judged, const SearchPath& path) {
+  if (violations.empty()) return;
+  for (spec::Invariant i : spec::kAllInvariants) {
+    if (!violations.contains(i) || !checks_.contains(i)) continue;
+    state_.violating.try_emplace(i, 16).first->second.insert(fingerprint);
+    if (!state_.finds.violation(i).found) {
+      state_.finds.offer_violation(i, Find{true, static_cast<std::uint8_t>(length), key, judged, path});
+    }
+  }
+}
+
+// Sizes the seen-set once for the states the next layer is expected to add, when that fits
+// the memory budget. A layer adds more states per parent than the one before (longer
+// programs have more ways to differ), so the last layer's rate is carried forward with its
+// growth (at most 1.5x), and a twentieth more. Underestimating costs a rehash of the whole
+// table late in the layer, with old and new tables held at once (the peak of a deep search).
+void RankSearch::reserve_for_next_layer() {
+  const std::size_t stored = state_.seen.size();
+  const std::size_t parents = state_.frontier.size();
+  if (state_.last_parents > 0) {
+    const double per_parent = static_cast<double>(stored - state_.stored_before_last) /
+                              static_cast<double>(state_.last_parents);
+    const double growth =
+        state_.per_parent_before > 0 ? std::clamp(per_parent / state_.per_parent_before, 1.0, 1.5) : 1.0;
+    const auto expected = static_cast<std::size_t>(static_cast<double>(stored) +
+                                                   1.05 * growth * per_parent * static_cast<double>(parents));
+    if (options_.max_memory == 0 ||
+        state_.seen.bytes_for(expected) + state_.stored_bytes() - state_.seen.bytes() <= memory_share_) {
+      state_.seen.reserve(expected);
+    }
+    state_.per_parent_before = per_parent;
+  }
+  state_.stored_before_last = stored;
+  state_.last_parents = parents;
+}
+
+// Whether storing one more state of layer `length` would take this rank's tables (while the
+// seen-set grows, old and new copy together) and frontiers past its share of --max-memory.
+bool RankSearch::over_memory_budget(int length) const {
+  std::size_t needed = stored_bytes();
+  if (state_.seen.full()) needed += state_.seen.bytes_after_growth();
+  if (length < options_.depth && next_.full()) needed += Frontier::chunk_bytes();
+  return needed > memory_share_;
+}
+
+SearchResult RankSearch::finish(std::chrono::steady_clock::time_point start) {
+  // A stopped layer's counts are part of the totals, not of the layer table.
+  std::uint64_t partial[2] = {stopped_ == StopReason::None ? 0 : layer_new_,
+                              stopped_ == StopReason::None ? 0 : layer_transitions_};
+  ranks_.all_reduce(partial, 2, Ranks::Reduce::Sum);
+  result_.layers = state_.layers;
+  result_.depth_completed = state_.depth_done;
+  result_.distinct = state_.distinct + partial[0];
+  result_.transitions = state_.transitions + partial[1];
+  result_.complete = stopped_ == StopReason::None;
+  result_.stop_reason = stopped_;
+  result_.ranks = ranks_.size();
+  result_.memory_share = memory_share_;
+  if (stopped_ != StopReason::MaxMemory || alone()) result_.memory_stop_rank = -1;
+
+  std::vector<std::uint64_t> violating(spec::kAllInvariants.size(), 0);
+  for (const auto& [invariant, states] : state_.violating) violating[static_cast<std::size_t>(invariant)] = states.size();
+  ranks_.all_reduce(violating.data(), violating.size(), Ranks::Reduce::Sum);
+  for (spec::Invariant i : spec::kAllInvariants) {
+    if (violating[static_cast<std::size_t>(i)] > 0) result_.violating_states[i] = violating[static_cast<std::size_t>(i)];
+  }
+  state_.finds.reduce(ranks_);
+  for (spec::Invariant i : spec::kAllInvariants) {
+    const Find& find = state_.finds.violation(i);
+    if (!find.found || !checks_.contains(i)) continue;
+    Counterexample example;
+    example.invariant = i;
+    example.length = find.length;
+    example.reason = reason_of(find, i);
+    example.program = model_.program(find.path);
+    result_.counterexamples.push_back(std::move(example));
+  }
+  if (options_.coverage) {
+    result_.row_transitions = state_.row_transitions;
+    ranks_.all_reduce(result_.row_transitions.data(), result_.row_transitions.size(), Ranks::Reduce::Sum);
+    for (std::size_t row = 0; row < state_.finds.rows(); ++row) {
+      const Find& find = state_.finds.row(row);
+      result_.row_witnesses.push_back(
+          find.found ? RowWitness{model_.program(find.path), find.length} : RowWitness{});
+    }
+  }
+  result_.stored_bytes = ranks_.sum(stored_bytes());
+  result_.exchanged_bytes = ranks_.sum(ranks_.bytes_sent());
+  const std::uint64_t peak = peak_memory_bytes();
+  for (const Bytes& theirs : ranks_.all_gather(Bytes(reinterpret_cast<const std::uint8_t*>(&peak),
+                                                     reinterpret_cast<const std::uint8_t*>(&peak) + sizeof peak))) {
+    std::uint64_t value = 0;
+    std::memcpy(&value, theirs.data(), std::min(theirs.size(), sizeof value));
+    result_.peak_memory_per_rank.push_back(value);
+  }
+  result_.peak_memory_bytes = *std::max_element(result_.peak_memory_per_rank.begin(), result_.peak_memory_per_rank.end());
+  const double n = static_cast<double>(result_.distinct);
+  result_.collision_probability = std::min(1.0, n * n / std::ldexp(1.0, 65));
+  result_.seconds = seconds_since(start);
+  return std::move(result_);
+}
+
+// Why the find violated `invariant`: its transition (or program end) replayed on a state rebuilt
+// from the root; deterministic, so the same verdict as when it was found.
+std::string RankSearch::reason_of(const Find& find, spec::Invariant invariant) const {
+  return cursor_->reason(find.path, find.judged == Judged::End, invariant);
+}
+}  // namespace fp8sm::explorer

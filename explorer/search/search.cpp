@@ -1,0 +1,56 @@
+#include "explorer/search/search.hpp"
+
+#include <fmt/core.h>
+
+#include <stdexcept>
+
+#include "explorer/search/engine.hpp"
+#include "explorer/search/program_model.hpp"
+#include "explorer/search/rank_search.hpp"
+#include "explorer/search/ranks.hpp"
+
+namespace fp8sm::explorer {
+
+namespace {
+
+void check_search_options(const SearchOptions& options) {
+  if (options.depth > kMaxSearchDepth) {
+    throw std::invalid_argument(fmt::format(
+        "the search's flat states hold programs of up to {} statements (docs/explorer.md \"Capacities\"), not {}",
+        kMaxSearchDepth, options.depth));
+  }
+  if (options.alphabet.modules > kMaxSearchModules) {
+    throw std::invalid_argument(fmt::format("the search's flat states hold up to {} modules, not {}", kMaxSearchModules,
+                                            options.alphabet.modules));
+  }
+}
+
+void check_engine_options(const EngineOptions& options) {
+  if (options.resume && options.snapshot_dir.empty()) {
+    throw std::invalid_argument("resuming a search needs the directory of its snapshot");
+  }
+  if (options.programs && (options.max_states != 0 || options.max_memory != 0 || !options.snapshot_dir.empty())) {
+    throw std::invalid_argument("listing the programs of a search needs the whole search: no budget, no snapshot");
+  }
+}
+
+}  // namespace
+
+SearchResult run_engine(const EngineOptions& options, const SearchModel& model, Ranks& ranks,
+                        const ProgressCallback& progress) {
+  check_engine_options(options);
+  return RankSearch(options, model, ranks, progress).run();
+}
+
+SearchResult search(const SearchOptions& options, Ranks& ranks, const ProgressCallback& progress) {
+  check_search_options(options);
+  const ProgramModel model(options);
+  return run_engine(options, model, ranks, progress);
+}
+
+SearchResult search(const SearchOptions& options, const ProgressCallback& progress) {
+  SingleRank alone;
+  return search(options, alone, progress);
+}
+
+}  // namespace fp8sm::explorer
