@@ -17,6 +17,7 @@ import scenario
 from scenario import Block, Simple
 from te_loader import TE, cuda_reported_available
 from te_stubs import ROWS, WIDTH, CudaOnCpu, StubCalled, StubFailed  # activations are (ROWS, WIDTH)
+from te_update_counter import UpdateCounter
 
 
 # Failures of the harness, never results of TE: they end the run instead of counting as an
@@ -26,32 +27,6 @@ HARNESS_FAILURES = (StubCalled, StubFailed, ImportError, NameError)
 
 class UserError(Exception):
     """What `raise always|original|recompute` raises (the model's kind "UserError")."""
-
-
-class Counter:
-    """Wraps reduce_and_update_fp8_tensors: counts the calls, then runs TE's own."""
-
-    def __init__(self, te: TE, on_update=lambda forward: None):
-        self.forward = 0
-        self.backward = 0
-        self.manager = te.manager
-        self.installed = te.manager.__dict__["reduce_and_update_fp8_tensors"]
-        original = te.manager.reduce_and_update_fp8_tensors.__func__
-        counter = self
-
-        def counting(cls, forward: bool = True):
-            if forward:
-                counter.forward += 1
-            else:
-                counter.backward += 1
-            on_update(forward)
-            return original(cls, forward)
-
-        te.manager.reduce_and_update_fp8_tensors = classmethod(counting)
-
-    def remove(self) -> None:
-        """Puts TE's own function back (a process that runs many programs wraps it once each)."""
-        self.manager.reduce_and_update_fp8_tensors = self.installed
 
 
 class Run:
@@ -64,7 +39,7 @@ class Run:
         plugin = sys.modules.get("fp8sm.te")
         if plugin is not None and plugin.active() is not None:
             plugin.reset()
-        self.counter = Counter(te, self.on_update)
+        self.counter = UpdateCounter(te.manager, self.on_update)
         self.executed = set()  # ids of the save and backward statements that ran, and of the
                                # reentrant checkpoints called with grad on, on data
         self.current_module = None  # the module whose forward runs

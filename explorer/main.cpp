@@ -78,7 +78,6 @@ constexpr int kViolations = 1;
 constexpr int kUsageError = 2;
 constexpr int kIncomplete = 3;
 constexpr int kInterrupted = 4;  // not 128 + the signal: the explorer ended itself, with a report
-constexpr int kMaxThreads = 256;
 
 spec::Semantics semantics_option(const std::string& text) {
   if (auto s = spec::parse_semantics(text)) return *s;
@@ -398,7 +397,8 @@ explorer::SearchOptions search_options(const CommandLine& line) {
                                                                explorer::kMaxSearchModules, "for the search"));
   }
   if (line.threads) {
-    options.threads = static_cast<int>(decimal_option("--threads", *line.threads, "a number of threads", 1, kMaxThreads));
+    options.threads = static_cast<int>(decimal_option("--threads", *line.threads, "a number of threads", 1,
+                                                      explorer::kMaxSearchThreads));
   }
   if (line.check) options.checks = checks_option(*line.check);
   if (line.max_states) {

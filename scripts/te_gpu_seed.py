@@ -21,8 +21,13 @@ from pathlib import Path
 import torch
 import transformer_engine.pytorch as te
 from transformer_engine.common.recipe import DelayedScaling
+from transformer_engine.pytorch.quantization import FP8GlobalStateManager
 
 import fp8sm.te
+
+# The conformance harness's update counter, so that the GPU check counts as it does.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+from te_update_counter import UpdateCounter  # noqa: E402
 
 # The configurations, each with the catalogue file that writes it as a scenario; that file's
 # first line carries the seed's upstream counts ("(seed: upstream F/B)").
@@ -46,28 +51,6 @@ def seed_counts(file_name: str) -> tuple:
 
 SEED_UPSTREAM = {name: seed_counts(file_name) for name, file_name in CONFIGURATIONS.items()}
 WIDTH, ROWS = 64, 32
-
-
-class Counter:
-    """Counts TE's reduce_and_update_fp8_tensors calls (forward, backward) around one step."""
-
-    def __init__(self):
-        from transformer_engine.pytorch.quantization import FP8GlobalStateManager
-
-        self.manager = FP8GlobalStateManager
-        self.original = FP8GlobalStateManager.__dict__["reduce_and_update_fp8_tensors"]
-        self.counts = [0, 0]
-        function = self.original.__func__
-        counts = self.counts
-
-        def counting(cls, forward: bool = True):
-            counts[0 if forward else 1] += 1
-            return function(cls, forward)
-
-        FP8GlobalStateManager.reduce_and_update_fp8_tensors = classmethod(counting)
-
-    def remove(self):
-        self.manager.reduce_and_update_fp8_tensors = self.original
 
 
 def step(configuration: str) -> tuple:
@@ -97,7 +80,7 @@ def step(configuration: str) -> tuple:
         "reentrant/per-layer": lambda: per_layer(x, True),
         "nested reentrant": lambda: ckpt(lambda h: run(layers[1:], ckpt(layers[0], h, True)), x, True),
     }
-    counter = Counter()
+    counter = UpdateCounter(FP8GlobalStateManager)
     try:
         with te.autocast(enabled=True, recipe=DelayedScaling()):
             out = forwards[configuration]()
@@ -106,7 +89,7 @@ def step(configuration: str) -> tuple:
         torch.cuda.synchronize()
     finally:
         counter.remove()
-    return tuple(counter.counts), float(loss)
+    return (counter.forward, counter.backward), float(loss)
 
 
 def main() -> int:

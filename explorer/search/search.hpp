@@ -32,6 +32,8 @@ namespace fp8sm::explorer {
 // search with statemachine::CapacityError, naming the list.
 inline constexpr int kMaxSearchDepth = 8;
 inline constexpr int kMaxSearchModules = 8;
+// Worker threads of one process: the command line and the Python package refuse more.
+inline constexpr int kMaxSearchThreads = 256;
 
 // A search of the scenario language's programs: the model's settings (model_settings.hpp:
 // semantics, alphabet, checks, canonical ids) and the engine's (search_types.hpp: depth,

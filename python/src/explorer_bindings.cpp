@@ -64,7 +64,7 @@ nb::object explore(int depth, const std::string& semantics, int modules, const s
   explorer::SearchOptions options;
   check_range("depth", depth, 0, explorer::kMaxSearchDepth);
   check_range("modules", modules, 1, explorer::kMaxSearchModules);
-  check_range("threads", threads, 1, 256);
+  check_range("threads", threads, 1, explorer::kMaxSearchThreads);
   options.depth = depth;
   options.semantics = parse_semantics_or_throw(semantics);
   options.alphabet.modules = modules;
