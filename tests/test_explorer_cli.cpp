@@ -1,18 +1,16 @@
 // The explorer program as a user runs it: output of `explorer run`, and a one-line error with
 // a location and exit status 2 for every kind of bad input.
-#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "run_command.hpp"
 #include "spec/scenario_parser.hpp"
+#include "temporary_directory.hpp"
 
 namespace {
 
@@ -23,14 +21,19 @@ Result explorer(const std::string& args) {
   return fp8sm::test_support::run_command(std::string(FP8SM_EXPLORER) + " " + args + " 2>&1");
 }
 
-// ctest runs the cases in parallel processes, each writing these files: write a private copy
-// and rename it into place, so that no process reads a half-written file.
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  const std::string mine = fmt::format("{}.{}", path, getpid());
-  std::ofstream(mine) << text;
-  std::rename(mine.c_str(), path.c_str());
+using fp8sm::test_support::TemporaryDirectory;
+
+// The file `name` in `directory`, holding `text`; its path.
+std::string write_file(const TemporaryDirectory& directory, const std::string& name, const std::string& text) {
+  const std::string path = directory.file(name);
+  std::ofstream(path) << text;
   return path;
+}
+
+// The same in the process's directory: for the parameters of ExplorerErrors, written before any
+// test runs.
+std::string write_temp(const std::string& name, const std::string& text) {
+  return write_file(fp8sm::test_support::process_temporary_directory(), name, text);
 }
 
 // The one JSON document a --json run printed (docs/json.md; test_json_documents checks each
@@ -165,12 +168,10 @@ TEST(ExplorerDepth, MemoryBudgetStopsWithAPartialReport) {
 // An interrupted search (SIGINT here, which the explorer sends itself once layer 2 is saved)
 // is exit status 4, with the report of what it explored: complete to depth 2.
 TEST(ExplorerDepth, AnInterruptedSearchIsExitFourWithAPartialReport) {
-  const std::string dir = fmt::format("{}fp8sm-cli-interrupted-{}", ::testing::TempDir(), getpid());
-  std::system(("rm -rf '" + dir + "'").c_str());
+  const TemporaryDirectory temporary;
   const Result r = fp8sm::test_support::run_command("FP8SM_TEST_FAULT='interrupt manifest-written 2' " +
                                                     std::string(FP8SM_EXPLORER) + " --depth 4 --json --snapshot '" +
-                                                    dir + "' 2>/dev/null");
-  std::system(("rm -rf '" + dir + "'").c_str());
+                                                    temporary.file("snapshot") + "' 2>/dev/null");
   EXPECT_EQ(r.status, 4) << r.out;
   const nlohmann::json d = document(r);
   EXPECT_EQ(d["complete"], false);
@@ -267,11 +268,11 @@ TEST(ExplorerOptions, NumbersAreDecimal) {
 
 // A path that exists is a file or an error; catalogue:NAME always names the catalogue.
 TEST(ExplorerRun, CatalogueNamesAndPathsAreToldApart) {
-  const std::string dir = ::testing::TempDir() + "fp8sm-cli-dir";
-  const std::string row = dir + "/5";
-  std::system(("mkdir -p '" + row + "'").c_str());
-  const std::string out =
-      fp8sm::test_support::run_command("cd '" + dir + "' && " + FP8SM_EXPLORER + " run 5 2>&1; echo status=$?").out;
+  const TemporaryDirectory temporary;
+  std::filesystem::create_directory(temporary.file("5"));
+  const std::string out = fp8sm::test_support::run_command("cd '" + temporary.string() + "' && " + FP8SM_EXPLORER +
+                                                           " run 5 2>&1; echo status=$?")
+                              .out;
   EXPECT_NE(out.find("'5' is a directory, not a scenario file (for the catalogue entry, write 'catalogue:5')"),
             std::string::npos)
       << out;
@@ -282,14 +283,15 @@ TEST(ExplorerRun, CatalogueNamesAndPathsAreToldApart) {
 // The explorer parses a deep program in time linear in its size and refuses nesting beyond
 // the language's limits with the position (docs/scenarios.md).
 TEST(ExplorerRun, NestingLimitsAreErrorsWithAPosition) {
+  const TemporaryDirectory temporary;
   std::string blocks;
   for (int i = 0; i < 1001; ++i) blocks += "no_grad {\n";
-  const Result deep = explorer("run " + write_temp("deep.scn", blocks));
+  const Result deep = explorer("run " + write_file(temporary, "deep.scn", blocks));
   EXPECT_EQ(deep.status, 2);
   EXPECT_NE(deep.out.find("deep.scn:1001:1: error: blocks nest deeper than 1000"), std::string::npos) << deep.out;
   std::string checkpoints;
   for (int i = 0; i < 65; ++i) checkpoints += "checkpoint reentrant { ";
-  const Result nested = explorer("run " + write_temp("checkpoints.scn", checkpoints));
+  const Result nested = explorer("run " + write_file(temporary, "checkpoints.scn", checkpoints));
   EXPECT_EQ(nested.status, 2);
   EXPECT_NE(nested.out.find("checkpoints.scn:1:1473: error: checkpoints nest deeper than 64"), std::string::npos)
       << nested.out;
@@ -297,7 +299,8 @@ TEST(ExplorerRun, NestingLimitsAreErrorsWithAPosition) {
   std::string at_limit;
   for (int i = 0; i < 1000; ++i) at_limit += i < 64 ? "checkpoint nonreentrant { linear L0\n" : "autocast on { linear L1\n";
   for (int i = 0; i < 1000; ++i) at_limit += "}\n";
-  EXPECT_EQ(explorer("run " + write_temp("limit.scn", at_limit + "backward\n") + " --semantics fp8sm").status, 0);
+  const std::string limit = write_file(temporary, "limit.scn", at_limit + "backward\n");
+  EXPECT_EQ(explorer("run " + limit + " --semantics fp8sm").status, 0);
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -325,7 +328,7 @@ TEST(ExplorerErrors, OutOfMemoryIsOneLineAndExitTwo) {
 // A worker thread that cannot start (the system's limit on threads or memory) stops the
 // search: the threads already started are joined, and one line says which thread failed
 // (before, the unjoined threads ended the program in std::terminate). The failure is injected
-// at a chosen thread (explorer/test_faults.hpp), and then met for real under an address-space
+// at a chosen thread (explorer/search/test_faults.hpp), and then met for real under an address-space
 // limit that 16 threads' stacks do not fit.
 TEST(ExplorerErrors, AWorkerThreadThatCannotStartIsOneLineAndExitTwo) {
   const Result r = fp8sm::test_support::run_command("FP8SM_TEST_FAULT='refuse thread-start 5' " +
@@ -380,7 +383,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "--semantics: unknown semantics 'bogus'"},
         BadInput{"an option the command does not take", "--threads 2 run 5", "--threads is not an option of run"},
         BadInput{"json for list", "list --json", "--json is not an option of list"},
-        BadInput{"a directory", "run " + ::testing::TempDir(), "is a directory, not a scenario file"},
+        BadInput{"a directory", "run " + fp8sm::test_support::process_temporary_directory().string(),
+                 "is a directory, not a scenario file"},
         BadInput{"a read that fails", "run /proc/self/mem", "cannot read '/proc/self/mem'"},
         BadInput{"a fifo", "run /dev/stdin < /dev/null", "not a regular file"},
         BadInput{"too many threads", "--depth 2 --threads 100000", "--threads: must be 1 to 256"},

@@ -13,15 +13,12 @@
 //
 // dot must be installed (scripts/setup.sh installs graphviz): without it these tests fail.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -32,34 +29,29 @@
 #include <vector>
 
 #include "coverage_helpers.hpp"
-#include "explorer/mermaid.hpp"
-#include "explorer/row_guards.hpp"
-#include "explorer/scenario_run.hpp"
-#include "explorer/search.hpp"
+#include "explorer/report/mermaid.hpp"
+#include "explorer/report/row_guards.hpp"
+#include "explorer/model/scenario_run.hpp"
+#include "explorer/search/search.hpp"
 #include "interpreter/interpreter.hpp"
 #include "run_command.hpp"
 #include "spec/catalogue.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario_parser.hpp"
 #include "statemachine/machine.hpp"
+#include "temporary_directory.hpp"
 
 namespace fp8sm {
 namespace {
 
 using test_support::CommandResult;
+using test_support::TemporaryDirectory;
 
 CommandResult explorer_out(const std::string& args) {
   return test_support::run_command(std::string(FP8SM_EXPLORER) + " " + args + " 2>/dev/null");
 }
 CommandResult explorer_all(const std::string& args) {
   return test_support::run_command(std::string(FP8SM_EXPLORER) + " " + args + " 2>&1");
-}
-
-// ctest runs cases in parallel processes: a private file per process.
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name + "." + std::to_string(getpid());
-  std::ofstream(path) << text;
-  return path;
 }
 
 std::string read_file(const std::string& path) {
@@ -80,10 +72,10 @@ bool dot_installed() { return test_support::run_command("command -v dot >/dev/nu
 
 // dot's verdict on a DOT document: its exit status, and the SVG.
 CommandResult dot_svg(const std::string& dot_text, const std::string& name) {
-  const std::string path = write_temp(name, dot_text);
-  CommandResult result = test_support::run_command("dot -Tsvg '" + path + "' 2>&1");
-  std::remove(path.c_str());
-  return result;
+  const TemporaryDirectory temporary;
+  const std::string path = temporary.file(name);
+  std::ofstream(path) << dot_text;
+  return test_support::run_command("dot -Tsvg '" + path + "' 2>&1");
 }
 
 #define REQUIRE_DOT() \
@@ -590,8 +582,8 @@ bool valid_utf8(const std::string& text) {
 
 TEST(RunPictures, AFileNameOfAnyBytesIsPrintedAsTheJsonWritesIt) {
   REQUIRE_DOT();
-  std::string dir = (std::filesystem::temp_directory_path() / "fp8sm-pictures-XXXXXX").string();
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const TemporaryDirectory temporary;
+  const std::string dir = temporary.string();
   const std::string name = "odd\nname\xff\xfe \"q\" back\\slash <b> & #1; %% \x01.scn";
   const std::string path = dir + "/" + name;
   std::ofstream(path) << "autocast on { linear L0 }\n";
@@ -619,7 +611,6 @@ TEST(RunPictures, AFileNameOfAnyBytesIsPrintedAsTheJsonWritesIt) {
   EXPECT_EQ(mermaid_problem(mermaid.out), "") << mermaid.out;
 
   ::unsetenv("FP8SM_PICTURE_PATH");
-  std::filesystem::remove_all(dir);
 }
 
 TEST(RunDot, DotAcceptsTheRunsAndTheCounterexamples) {

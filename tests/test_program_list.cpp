@@ -20,13 +20,14 @@
 #include <string>
 #include <vector>
 
-#include "explorer/alphabet.hpp"
-#include "explorer/model_state.hpp"
-#include "explorer/program_list.hpp"
-#include "explorer/search.hpp"
-#include "explorer/thread_ranks.hpp"
+#include "explorer/model/alphabet.hpp"
+#include "explorer/model/model_state.hpp"
+#include "explorer/report/program_list.hpp"
+#include "explorer/search/search.hpp"
+#include "explorer/search/thread_ranks.hpp"
 #include "run_command.hpp"
 #include "spec/scenario_parser.hpp"
+#include "temporary_directory.hpp"
 
 namespace fp8sm {
 namespace {
@@ -36,6 +37,7 @@ using spec::Op;
 using spec::Semantics;
 using spec::Statement;
 using test_support::CommandResult;
+using test_support::TemporaryDirectory;
 
 SearchOptions options(Semantics s, int depth) {
   SearchOptions o;
@@ -89,14 +91,14 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 // The explorer program's standard output; its standard error in `err`.
 CommandResult explorer_run(const std::string& args, std::string* err = nullptr) {
-  const std::string err_path = fmt::format("{}program-list-err-{}", ::testing::TempDir(), getpid());
+  const TemporaryDirectory temporary;
+  const std::string err_path = temporary.file("stderr");
   const CommandResult r =
       test_support::run_command(std::string(FP8SM_EXPLORER) + " " + args + " 2>'" + err_path + "'");
   if (err != nullptr) {
     std::ifstream in(err_path);
     *err = std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  std::remove(err_path.c_str());
   return r;
 }
 
@@ -391,7 +393,8 @@ TEST(ProgramList, JsonStepsAreThoseOfExplorerRun) {
 // What would cut the list short, resume it after layers it did not list, or belongs to the
 // report it replaces is refused, exit 2, saying why.
 TEST(ProgramList, RefusesWhatWouldMakeTheListIncomplete) {
-  const std::string dir = fmt::format("{}program-list-snapshot-{}", ::testing::TempDir(), getpid());
+  const TemporaryDirectory temporary;
+  const std::string dir = temporary.file("snapshot");
   for (const std::string& option : {std::string("--max-states 100"), std::string("--max-memory 1G"),
                                     "--snapshot " + dir, "--resume " + dir, std::string("--coverage"),
                                     std::string("--mermaid"), std::string("--dot")}) {

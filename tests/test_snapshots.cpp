@@ -20,12 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "explorer/search.hpp"
-#include "explorer/search_report.hpp"
-#include "explorer/snapshot.hpp"
-#include "explorer/thread_ranks.hpp"
+#include "explorer/search/search.hpp"
+#include "explorer/report/search_report.hpp"
+#include "explorer/search/snapshot.hpp"
+#include "explorer/search/thread_ranks.hpp"
 #include "run_command.hpp"
 #include "scenario_helpers.hpp"
+#include "temporary_directory.hpp"
 
 namespace fp8sm {
 namespace {
@@ -35,17 +36,9 @@ using explorer::SearchOptions;
 using spec::Semantics;
 
 // A directory of its own for each test, removed after it.
-class Snapshots : public ::testing::Test {
+class Snapshots : public test_support::WithTemporaryDirectory {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "fp8sm-snapshots-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  std::string dir(const std::string& name) const { return (fs::path(root_) / name).string(); }
-
-  std::string root_;
+  std::string dir(const std::string& name) const { return temporary_.file(name); }
 };
 
 std::string without_totals(const std::string& report) { return report.substr(0, report.find("total:")); }
@@ -282,7 +275,6 @@ TEST_F(Snapshots, ASignalDuringALongLayerStopsTheSearchThere) {
 class RefusedSnapshots : public Snapshots {
  protected:
   void SetUp() override {
-    Snapshots::SetUp();
     snapshot_ = dir("s");
     ASSERT_EQ(explorer_run(kSearch + " --snapshot " + snapshot_).status, 0);
     rank_file_ = explorer::rank_file(snapshot_, 3, 0, 1);

@@ -1,16 +1,12 @@
 // Every runtime-compiled kernel compiles with NVRTC for every supported architecture, with no
 // error and no warning (NVRTC needs no GPU); and the compiler's caches return what it compiled.
-#include <fmt/core.h>
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <string>
+#include <vector>
 
+#include "../temporary_directory.hpp"
 #include "kernels/cuda/nvrtc_compiler.hpp"
 
 namespace fp8sm::kernels::cuda {
@@ -36,8 +32,8 @@ TEST(NvrtcCompile, EveryKernelForEveryArchitectureWithoutWarnings) {
 
 TEST(NvrtcCompile, CachesInMemoryAndOnDisk) {
   // A folder of its own for this run: an earlier run's CUBINs would be cache hits.
-  const std::string dir = fmt::format("{}fp8sm-nvrtc-cache-{}-{}", ::testing::TempDir(), ::getpid(),
-                                      std::chrono::steady_clock::now().time_since_epoch().count());
+  const test_support::TemporaryDirectory temporary;
+  const std::string dir = temporary.file("cache");
   NvrtcCompiler first(dir);
   const CompiledProgram compiled = first.compile("cast.cu", 90);
   EXPECT_FALSE(compiled.from_cache);

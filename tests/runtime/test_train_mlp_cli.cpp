@@ -1,14 +1,13 @@
 // The train_mlp example as a user runs it: bad options are exit status 2 with one "error:" line
 // on standard error and nothing on standard output; a GPU backend where there is no GPU says so.
-#include <fmt/core.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "../run_command.hpp"
+#include "../temporary_directory.hpp"
 
 #ifdef FP8SM_HAVE_CUDA
 #include "runtime/cuda_backend.hpp"
@@ -23,10 +22,8 @@ struct Result {
 };
 
 Result train_mlp(const std::string& args) {
-  // One file per process and call: ctest runs the cases of this file in parallel.
-  static int calls = 0;
-  const std::string err_path =
-      fmt::format("{}train_mlp.{}.{}.err", ::testing::TempDir(), getpid(), calls++);
+  const fp8sm::test_support::TemporaryDirectory temporary;
+  const std::string err_path = temporary.file("stderr");
   const auto run = fp8sm::test_support::run_command(std::string(FP8SM_TRAIN_MLP) + " " + args + " 2>" + err_path);
   Result result{run.status, run.out, ""};
   std::ifstream err(err_path);

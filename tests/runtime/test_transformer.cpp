@@ -4,7 +4,6 @@
 // TE; the loss falls; and train_transformer's command line.
 #include <fmt/core.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "../run_command.hpp"
+#include "../temporary_directory.hpp"
 #include "examples/transformer.hpp"
 
 namespace fp8sm {
@@ -138,8 +138,8 @@ struct Result {
 };
 
 Result train_transformer(const std::string& args) {
-  static int calls = 0;
-  const std::string err_path = fmt::format("{}train_transformer.{}.{}.err", ::testing::TempDir(), getpid(), calls++);
+  const test_support::TemporaryDirectory temporary;
+  const std::string err_path = temporary.file("stderr");
   const auto run = test_support::run_command(std::string(FP8SM_TRAIN_TRANSFORMER) + " " + args + " 2>" + err_path);
   std::ifstream err(err_path);
   std::stringstream text;
