@@ -84,9 +84,7 @@ void rewrite_manifest_line(const std::string& dir, const std::string& key, const
     if (line.rfind(key + " ", 0) == 0) line = key + " " + value;
     text += line + "\n";
   }
-  char checksum[17];
-  std::snprintf(checksum, sizeof checksum, "%016llx",
-                static_cast<unsigned long long>(XXH64(text.data(), text.size(), 0)));
+  const std::string checksum = fmt::format("{:016x}", XXH64(text.data(), text.size(), 0));
   write_file(dir + "/manifest", text + "checksum " + checksum + "\n");
 }
 
@@ -336,9 +334,7 @@ TEST_F(RefusedSnapshots, AManifestWithATrailingLineIsRefused) {
   // And a line the checksum covers that the manifest does not have (made by hand).
   std::string lines = text.substr(0, text.rfind("checksum "));
   lines += "rank 1 checksum 0123456789abcdef\n";
-  char checksum[17];
-  std::snprintf(checksum, sizeof checksum, "%016llx",
-                static_cast<unsigned long long>(XXH64(lines.data(), lines.size(), 0)));
+  const std::string checksum = fmt::format("{:016x}", XXH64(lines.data(), lines.size(), 0));
   write_file(snapshot_ + "/manifest", lines + "checksum " + checksum + "\n");
   expect_refused(kSearch, "manifest' is corrupt: a line after the ranks' checksums");
 }
