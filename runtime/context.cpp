@@ -353,20 +353,13 @@ bool Context::has_recorded(const std::string& tape) const {
 // ---- backward -------------------------------------------------------------------------------
 
 Matrix Context::backward(const Matrix& grad_output, bool retain_graph) {
-  const Chain chain = chain_;
-  run_backward(spec::kCurrentGraph, chain.end, std::nullopt, grad_output, retain_graph, "backward");
-  const auto found = grads_.find(chain.start);
-  return found != grads_.end() ? found->second : Matrix{};
+  return chain_backward(spec::kCurrentGraph, chain_, grad_output, retain_graph, "backward");
 }
 
 Matrix Context::backward(const std::string& tape, const Matrix& grad_output, bool retain_graph) {
-  const auto found = tapes_.find(tape);
-  if (found == tapes_.end()) throw MisuseError(fmt::format("backward: no graph was saved as '{}' (save_graph first)", tape));
-  const Chain chain = tape_chains_.at(found->second);
-  run_backward(found->second, chain.end, std::nullopt, grad_output, retain_graph,
-               fmt::format("backward of tape '{}'", tape));
-  const auto start = grads_.find(chain.start);
-  return start != grads_.end() ? start->second : Matrix{};
+  const std::uint16_t saved = saved_tape(tape);
+  return chain_backward(saved, tape_chains_.at(saved), grad_output, retain_graph,
+                        fmt::format("backward of tape '{}'", tape));
 }
 
 void Context::backward(const Tensor& loss, const Matrix& grad_output, bool retain_graph) {
@@ -374,12 +367,17 @@ void Context::backward(const Tensor& loss, const Matrix& grad_output, bool retai
   run_backward(spec::kCurrentGraph, loss.id, loss.value.shape(), grad_output, retain_graph, "backward");
 }
 
-void Context::backward(const std::string& tape, const Tensor& loss, const Matrix& grad_output, bool retain_graph) {
+std::uint16_t Context::saved_tape(const std::string& tape) const {
   const auto found = tapes_.find(tape);
   if (found == tapes_.end()) throw MisuseError(fmt::format("backward: no graph was saved as '{}' (save_graph first)", tape));
-  const std::string what = fmt::format("backward of tape '{}'", tape);
-  require_operand(loss, what + ": the loss");
-  run_backward(found->second, loss.id, loss.value.shape(), grad_output, retain_graph, what);
+  return found->second;
+}
+
+Matrix Context::chain_backward(std::uint16_t tape, Chain chain, const Matrix& grad_output, bool retain_graph,
+                               const std::string& what) {
+  run_backward(tape, chain.end, std::nullopt, grad_output, retain_graph, what);
+  const auto start = grads_.find(chain.start);
+  return start != grads_.end() ? start->second : Matrix{};
 }
 
 Matrix Context::gradient(const Tensor& tensor) const {

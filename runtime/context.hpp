@@ -144,7 +144,6 @@ class Context : private statemachine::Hooks {
   // retain_graph the graph is freed: the next forward records a new one. Throws MisuseError while
   // a checkpoint's function is running, and for a loss of another context.
   void backward(const Tensor& loss, const Matrix& grad_output, bool retain_graph = false);
-  void backward(const std::string& tape, const Tensor& loss, const Matrix& grad_output, bool retain_graph = false);
   // The gradient the last backward pass summed at `tensor` (a leaf: an input), or an empty
   // matrix if none reached it. The gradients of a node's output are freed once the node ran.
   // MisuseError for a tensor of another context (its id would name another tensor here).
@@ -274,8 +273,12 @@ class Context : private statemachine::Hooks {
   // What a node read and wrote (its ids and shapes), set where it is recorded.
   static void connect(NodeFunction& node, const std::vector<const Tensor*>& inputs, const Matrix& output, TensorId id);
 
-  // The chain (above): the tensor a Matrix op reads, and its end moved to what it wrote if it
-  // recorded a node.
+  // The chain (above): its first tensor and its end; the tensor a Matrix op reads, and its end
+  // moved to what it wrote if it recorded a node.
+  struct Chain {
+    TensorId start = 0;
+    TensorId end = 0;
+  };
   Tensor chain_input(const Matrix& x, const std::string& what) const { return tensor(admit(x, what), chain_.end); }
   Matrix chain_output(Tensor output);
   TensorId new_tensor() { return ++last_tensor_; }
@@ -312,6 +315,12 @@ class Context : private statemachine::Hooks {
 
   // CheckpointError unless a reentrant recompute's output and graph can be backpropagated.
   void check_reentrant_recompute(const CheckpointBody& body, const Tensor& output) const;
+  // The tape saved as `tape`: MisuseError if none was (backward of a tape never saved).
+  std::uint16_t saved_tape(const std::string& tape) const;
+  // A pass over `tape`'s chain (the current graph's, or one saved with it) from its end: the
+  // gradient of its first input. `chain` is a copy: the pass may start a new chain.
+  Matrix chain_backward(std::uint16_t tape, Chain chain, const Matrix& grad_output, bool retain_graph,
+                        const std::string& what);
   // A pass over `tape` from tensor `loss`; the gradients it leaves stay in grads_.
   void run_backward(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape, const Matrix& grad_output,
                     bool retain_graph, const std::string& what);
@@ -372,10 +381,6 @@ class Context : private statemachine::Hooks {
 
   // The graph's tensors: the last id handed out; the chain's first tensor and its end, of the
   // current graph and of each saved tape; what the node recorded last wrote.
-  struct Chain {
-    TensorId start = 0;
-    TensorId end = 0;
-  };
   TensorId last_tensor_ = 0;
   Chain chain_;
   std::map<std::uint16_t, Chain> tape_chains_;
