@@ -6,9 +6,7 @@
 //   TemporaryDirectory here;                    // <temporary directory>/fp8sm-test-<pid>-XXXXXX
 //   write(here.file("a.scn"), ...);             // a path inside it
 //
-// WithTemporaryDirectory is a gtest fixture whose every test has one (temporary_);
-// process_temporary_directory() is one for the whole process, for what is written before any
-// test runs (the values of a parameterized test), removed when the process exits.
+// WithTemporaryDirectory is a gtest fixture whose every test has one (temporary_).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -60,11 +58,5 @@ class WithTemporaryDirectory : public ::testing::Test {
  protected:
   TemporaryDirectory temporary_;
 };
-
-// One directory for the whole process, made on first use and removed at its exit.
-inline const TemporaryDirectory& process_temporary_directory() {
-  static const TemporaryDirectory directory;
-  return directory;
-}
 
 }  // namespace fp8sm::test_support

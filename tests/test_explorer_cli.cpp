@@ -30,12 +30,6 @@ std::string write_file(const TemporaryDirectory& directory, const std::string& n
   return path;
 }
 
-// The same in the process's directory: for the parameters of ExplorerErrors, written before any
-// test runs.
-std::string write_temp(const std::string& name, const std::string& text) {
-  return write_file(fp8sm::test_support::process_temporary_directory(), name, text);
-}
-
 // The one JSON document a --json run printed (docs/json.md; test_json_documents checks each
 // against its schema).
 nlohmann::json document(const Result& r) { return nlohmann::json::parse(r.out); }
@@ -110,7 +104,8 @@ TEST(ExplorerRun, CleanRunExitsZero) {
 }
 
 TEST(ExplorerRun, RunsAFileAndReportsRaisedExceptions) {
-  const std::string path = write_temp("raise.scn", "autocast on { linear L0; raise always }\n");
+  const TemporaryDirectory temporary;
+  const std::string path = write_file(temporary, "raise.scn", "autocast on { linear L0; raise always }\n");
   const Result r = explorer("run " + path + " --semantics upstream --json");
   EXPECT_EQ(document(r)["steps"][0]["raised"],
             nlohmann::json::parse(R"([{"kind": "UserError", "message": "raised by 'raise always'"}])"))
@@ -355,8 +350,19 @@ void PrintTo(const BadInput& input, std::ostream* out) { *out << "explorer " << 
 
 class ExplorerErrors : public ::testing::TestWithParam<BadInput> {};
 
+// The scenario files the cases name, written where each case runs: a directory of its own,
+// named by relative paths in the arguments, so that a case prints the same in every run.
+const char* const kScenarioFiles[][2] = {
+    {"unclosed.scn", "autocast on {\n  linear L0\n"},
+    {"unknown.scn", "autocast on {\n  lineer L0\n}\n"},
+    {"tape.scn", "autocast on { linear L0 }\nbackward T\n"},
+};
+
 TEST_P(ExplorerErrors, OneLineWithLocationAndExitTwo) {
-  const Result r = explorer(GetParam().args);
+  const TemporaryDirectory temporary;
+  for (const auto& [name, text] : kScenarioFiles) write_file(temporary, name, text);
+  const Result r = fp8sm::test_support::run_command("cd '" + temporary.string() + "' && " + FP8SM_EXPLORER + " " +
+                                                    GetParam().args + " 2>&1");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_EQ(lines(r.out), 1) << r.out;
   EXPECT_NE(r.out.find(GetParam().expected), std::string::npos) << r.out;
@@ -365,12 +371,9 @@ TEST_P(ExplorerErrors, OneLineWithLocationAndExitTwo) {
 INSTANTIATE_TEST_SUITE_P(
     Inputs, ExplorerErrors,
     ::testing::Values(
-        BadInput{"unclosed block", "run " + write_temp("unclosed.scn", "autocast on {\n  linear L0\n"),
-                 "unclosed.scn:3:1: error: unclosed block"},
-        BadInput{"unknown statement", "run " + write_temp("unknown.scn", "autocast on {\n  lineer L0\n}\n"),
-                 "unknown.scn:2:3: error: unknown statement 'lineer'"},
-        BadInput{"backward of an unknown tape", "run " + write_temp("tape.scn", "autocast on { linear L0 }\nbackward T\n"),
-                 "tape.scn:2:10: error: backward of unknown tape 'T'"},
+        BadInput{"unclosed block", "run unclosed.scn", "unclosed.scn:3:1: error: unclosed block"},
+        BadInput{"unknown statement", "run unknown.scn", "unknown.scn:2:3: error: unknown statement 'lineer'"},
+        BadInput{"backward of an unknown tape", "run tape.scn", "tape.scn:2:10: error: backward of unknown tape 'T'"},
         BadInput{"unknown option", "run 5 --bogus", "--bogus"},
         BadInput{"unknown semantics", "run 5 --semantics legacy", "--semantics: unknown semantics 'legacy'"},
         BadInput{"unknown scenario", "run no-such-scenario", "no scenario file or catalogue entry named 'no-such-scenario'"},
@@ -383,8 +386,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "--semantics: unknown semantics 'bogus'"},
         BadInput{"an option the command does not take", "--threads 2 run 5", "--threads is not an option of run"},
         BadInput{"json for list", "list --json", "--json is not an option of list"},
-        BadInput{"a directory", "run " + fp8sm::test_support::process_temporary_directory().string(),
-                 "is a directory, not a scenario file"},
+        BadInput{"a directory", "run .", "'.' is a directory, not a scenario file"},
         BadInput{"a read that fails", "run /proc/self/mem", "cannot read '/proc/self/mem'"},
         BadInput{"a fifo", "run /dev/stdin < /dev/null", "not a regular file"},
         BadInput{"too many threads", "--depth 2 --threads 100000", "--threads: must be 1 to 256"},

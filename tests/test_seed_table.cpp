@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include "scenario_helpers.hpp"
 
 namespace fp8sm {
@@ -29,6 +31,11 @@ const SeedRow kSeed[] = {
     {"reentrant-per-layer", 4, 3},
     {"nested-reentrant", 3, 2},
 };
+
+// gtest prints a row by this, not by its bytes (the name's pointer would differ run to run).
+void PrintTo(const SeedRow& row, std::ostream* out) {
+  *out << row.catalogue_name << " (upstream " << row.upstream_forward << "/" << row.upstream_backward << ")";
+}
 
 class SeedTable : public ::testing::TestWithParam<SeedRow> {};
 
