@@ -26,7 +26,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -62,6 +61,7 @@ class Linear;
 class Autocast;
 class NoGrad;
 class Context;
+class Gradients;
 enum class CheckpointMode { Reentrant, NonReentrant };
 // A checkpointed function of one matrix, on the chain (below), and of any tensors of the graph.
 using CheckpointFunction = std::function<Matrix(const Matrix&)>;
@@ -321,10 +321,9 @@ class Context : private statemachine::Hooks {
   // gradient of its first input. `chain` is a copy: the pass may start a new chain.
   Matrix chain_backward(std::uint16_t tape, Chain chain, const Matrix& grad_output, bool retain_graph,
                         const std::string& what);
-  // A pass over `tape` from tensor `loss`; the gradients it leaves stay in grads_.
+  // A pass over `tape` from tensor `loss`; the gradients it leaves stay in gradients_.
   void run_backward(std::uint16_t tape, TensorId loss, const std::optional<Shape>& loss_shape, const Matrix& grad_output,
                     bool retain_graph, const std::string& what);
-  void add_gradient(TensorId tensor, Matrix gradient);
   void node_backward(NodeFunction& node);
 
   // The driver's host.
@@ -385,7 +384,7 @@ class Context : private statemachine::Hooks {
   Chain chain_;
   std::map<std::uint16_t, Chain> tape_chains_;
   TensorId recorded_output_ = 0;
-  std::unordered_map<TensorId, Matrix> grads_;  // a backward pass's gradients, per tensor
+  std::unique_ptr<Gradients> gradients_;  // a backward pass's gradients, per tensor (autograd.hpp)
   StepCounts counts_;
   std::uint64_t steps_ended_ = 0;  // which step this is, for TapeMark
   std::vector<FiredEvent>* event_log_ = nullptr;
