@@ -13,11 +13,10 @@
 
 namespace fp8sm::statemachine {
 
-enum Region : int { kOwnershipRegion = 0, kCheckpointRegion = 1, kAutocastRegion = 2, kGradRegion = 3 };
-
-template <class State, Region region, class Fsm>
+// Whether State's region (states.hpp) is in State.
+template <class State, class Fsm>
 bool region_is(const Fsm& fsm) {
-  return fsm.current_state()[region] ==
+  return fsm.current_state()[State::kRegion] ==
          boost::msm::back::get_state_id<typename Fsm::stt, State>::value;
 }
 
@@ -39,16 +38,28 @@ using spec::Semantics;
     }                                                                            \
   };
 
+// A guard that reads the semantics and nothing else: NAME::holds_under(semantics) is EXPR. Its
+// value under each semantics is known without a machine, so the row catalogue carries it
+// (row_catalogue.hpp's GuardTree) and the pictures of the table decide it there.
+#define FP8SM_SEMANTICS_GUARD(NAME, EXPR)                                        \
+  struct NAME {                                                                  \
+    static constexpr bool holds_under(Semantics semantics) { return (EXPR); }    \
+    template <class Event, class Fsm, class Source, class Target>                \
+    bool operator()(const Event&, Fsm& fsm, Source&, Target&) const {            \
+      return holds_under(fsm.data().semantics);                                  \
+    }                                                                            \
+  };
+
 // Which semantics the machine runs.
-FP8SM_GUARD(Upstream, fsm.data().semantics == Semantics::Upstream)
-FP8SM_GUARD(Pr3213, fsm.data().semantics == Semantics::Pr3213)
-FP8SM_GUARD(Fp8sm, fsm.data().semantics == Semantics::Fp8sm)
-FP8SM_GUARD(Pr3213OrFp8sm, fsm.data().semantics != Semantics::Upstream)  // rows fp8sm keeps from pr3213
+FP8SM_SEMANTICS_GUARD(Upstream, semantics == Semantics::Upstream)
+FP8SM_SEMANTICS_GUARD(Pr3213, semantics == Semantics::Pr3213)
+FP8SM_SEMANTICS_GUARD(Fp8sm, semantics == Semantics::Fp8sm)
+FP8SM_SEMANTICS_GUARD(Pr3213OrFp8sm, semantics != Semantics::Upstream)  // rows fp8sm keeps from pr3213
 
 // Other regions (none of them is changed by the events whose rows read them, or comes later).
-FP8SM_GUARD(InFp8Autocast, (region_is<states::Fp8Autocast, kAutocastRegion>(fsm)))
-FP8SM_GUARD(GradIsOn, (region_is<states::GradEnabled, kGradRegion>(fsm)))
-FP8SM_GUARD(RecomputePhase, (region_is<states::InRecompute, kCheckpointRegion>(fsm)))
+FP8SM_GUARD(InFp8Autocast, region_is<states::Fp8Autocast>(fsm))
+FP8SM_GUARD(GradIsOn, region_is<states::GradEnabled>(fsm))
+FP8SM_GUARD(RecomputePhase, region_is<states::InRecompute>(fsm))
 
 // Autocast.
 FP8SM_GUARD(AtDepthZero, fsm.data().autocasts.empty())  // read before the autocast region pushes
@@ -101,5 +112,6 @@ FP8SM_GUARD(PassCompleted, event.completed)
 FP8SM_GUARD(PassRanFp8Backward, fsm.data().fp8_backwards_in_pass > 0)
 
 #undef FP8SM_GUARD
+#undef FP8SM_SEMANTICS_GUARD
 
 }  // namespace fp8sm::statemachine::guards

@@ -1,8 +1,13 @@
 #include "statemachine/machine.hpp"
 
+#include <boost/mpl/at.hpp>
 #include <boost/mpl/for_each.hpp>
+#include <boost/mpl/size.hpp>
 #include <boost/msm/back/state_machine.hpp>
 #include <xxhash.h>
+
+#include <type_traits>
+#include <utility>
 
 #include "statemachine/encoder.hpp"
 #include "statemachine/transition_table.hpp"
@@ -19,10 +24,73 @@ constexpr int state_id() {
   return boost::msm::back::get_state_id<typename Backend<S>::stt, State>::value;
 }
 
+// Whether `state`'s region of State (states.hpp) is in State.
+template <class State, class S>
+bool in_state(const MachineState<S>& state) {
+  return state.regions[State::kRegion] == state_id<S, State>();
+}
+
 Hooks& silent_hooks() {
   static Hooks hooks;  // every hook is a no-op by default
   return hooks;
 }
+
+// Boost.MSM numbers the regions in the order of their initial states (transition_table.hpp):
+// states.hpp's Region of each must be that number.
+template <class InitialStates, std::size_t... region>
+constexpr bool regions_numbered_as_the_table(std::index_sequence<region...>) {
+  return ((boost::mpl::at_c<InitialStates, region>::type::kRegion == static_cast<int>(region)) && ...);
+}
+static_assert(regions_numbered_as_the_table<Fp8StateMachine<GrowableStorage>::initial_state>(
+                  std::make_index_sequence<boost::mpl::size<Fp8StateMachine<GrowableStorage>::initial_state>::value>{}),
+              "states.hpp's regions are numbered as the table's initial states");
+
+// A guard that reads only the semantics has holds_under(Semantics) (FP8SM_SEMANTICS_GUARD).
+template <class G, class = void>
+struct ReadsOnlySemantics : std::false_type {};
+template <class G>
+struct ReadsOnlySemantics<G, std::void_t<decltype(G::holds_under(spec::Semantics{}))>> : std::true_type {};
+
+// A guard's formula, from its type: a named guard, or none / And_ / Or_ / Not_ over others.
+template <class G>
+struct GuardParts {
+  static GuardTree describe() {
+    GuardTree tree;
+    tree.kind = GuardTree::Kind::Guard;
+    tree.name = component_name(typeid(G));
+    if constexpr (ReadsOnlySemantics<G>::value) {
+      tree.reads_only_semantics = true;
+      for (spec::Semantics s : spec::kAllSemantics) tree.holds_under[static_cast<std::size_t>(s)] = G::holds_under(s);
+    }
+    return tree;
+  }
+};
+template <>
+struct GuardParts<boost::msm::front::none> {
+  static GuardTree describe() { return GuardTree{}; }
+};
+GuardTree combination(GuardTree::Kind kind, std::vector<GuardTree> operands) {
+  GuardTree tree;
+  tree.kind = kind;
+  tree.operands = std::move(operands);
+  return tree;
+}
+template <class A>
+struct GuardParts<table::Not_<A>> {
+  static GuardTree describe() { return combination(GuardTree::Kind::Not, {GuardParts<A>::describe()}); }
+};
+template <class A, class B>
+struct GuardParts<table::And_<A, B>> {
+  static GuardTree describe() {
+    return combination(GuardTree::Kind::And, {GuardParts<A>::describe(), GuardParts<B>::describe()});
+  }
+};
+template <class A, class B>
+struct GuardParts<table::Or_<A, B>> {
+  static GuardTree describe() {
+    return combination(GuardTree::Kind::Or, {GuardParts<A>::describe(), GuardParts<B>::describe()});
+  }
+};
 
 // Splits a table row into its components (the action is wrapped in table::Counted).
 template <class Row>
@@ -33,7 +101,8 @@ struct RowParts<boost::msm::front::Row<S, E, T, table::Counted<A, K>, G>> {
   static RowDescription describe() {
     return RowDescription{component_name(typeid(S)), component_name(typeid(E)),
                           component_name(typeid(T)), component_name(typeid(A)),
-                          component_name(typeid(G))};
+                          component_name(typeid(G)), GuardParts<G>::describe(),
+                          S::kRegion};
   }
 };
 
@@ -66,10 +135,10 @@ struct BasicMachine<S>::Impl {
 template <class S>
 MachineState<S> BasicMachine<S>::initial_state(spec::Semantics semantics) {
   MachineState<S> state;
-  state.regions[kOwnershipRegion] = static_cast<std::uint8_t>(state_id<S, states::OwnershipConsumed>());
-  state.regions[kCheckpointRegion] = static_cast<std::uint8_t>(state_id<S, states::OutsideCheckpoint>());
-  state.regions[kAutocastRegion] = static_cast<std::uint8_t>(state_id<S, states::NoAutocast>());
-  state.regions[kGradRegion] = static_cast<std::uint8_t>(state_id<S, states::GradEnabled>());
+  boost::mpl::for_each<typename Fp8StateMachine<S>::initial_state>([&](auto initial) {
+    using State = decltype(initial);
+    state.regions[State::kRegion] = static_cast<std::uint8_t>(state_id<S, State>());
+  });
   state.data.semantics = semantics;
   return state;
 }
@@ -168,25 +237,24 @@ void BasicMachine<S>::record_rows(std::vector<std::uint16_t>* rows) {
 
 template <class S>
 bool BasicMachine<S>::ownership_available() const {
-  return state_->regions[kOwnershipRegion] == state_id<S, states::OwnershipAvailable>();
+  return in_state<states::OwnershipAvailable>(*state_);
 }
 
 template <class S>
 CheckpointPhase BasicMachine<S>::checkpoint_phase() const {
-  const int s = state_->regions[kCheckpointRegion];
-  if (s == state_id<S, states::InOriginalForward>()) return CheckpointPhase::OriginalForward;
-  if (s == state_id<S, states::InRecompute>()) return CheckpointPhase::Recompute;
+  if (in_state<states::InOriginalForward>(*state_)) return CheckpointPhase::OriginalForward;
+  if (in_state<states::InRecompute>(*state_)) return CheckpointPhase::Recompute;
   return CheckpointPhase::Outside;
 }
 
 template <class S>
 bool BasicMachine<S>::fp8_enabled() const {
-  return state_->regions[kAutocastRegion] == state_id<S, states::Fp8Autocast>();
+  return in_state<states::Fp8Autocast>(*state_);
 }
 
 template <class S>
 bool BasicMachine<S>::grad_enabled() const {
-  return state_->regions[kGradRegion] == state_id<S, states::GradEnabled>();
+  return in_state<states::GradEnabled>(*state_);
 }
 
 // upstream only: TE 2.20.2 added the early return; the PR head (pr3213) predates it, and fp8sm

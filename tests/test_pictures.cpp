@@ -20,6 +20,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <regex>
@@ -31,6 +32,7 @@
 #include "coverage_helpers.hpp"
 #include "explorer/report/mermaid.hpp"
 #include "explorer/report/row_guards.hpp"
+#include "explorer/report/table_dot.hpp"
 #include "explorer/model/scenario_run.hpp"
 #include "explorer/search/search.hpp"
 #include "interpreter/interpreter.hpp"
@@ -131,7 +133,7 @@ class TriEvaluator {
     if (name == "Not_") return args[0] == Tri::Unknown ? Tri::Unknown : args[0] == Tri::True ? Tri::False : Tri::True;
     if (name == "And_") return any(Tri::False) ? Tri::False : all(Tri::True) ? Tri::True : Tri::Unknown;
     if (name == "Or_") return any(Tri::True) ? Tri::True : all(Tri::False) ? Tri::False : Tri::Unknown;
-    // guards.hpp: FP8SM_GUARD(Upstream, semantics == Upstream) and its three siblings.
+    // guards.hpp: FP8SM_SEMANTICS_GUARD(Upstream, semantics == Upstream) and its three siblings.
     const bool upstream = s_ == spec::Semantics::Upstream;
     if (name == "Upstream") return upstream ? Tri::True : Tri::False;
     if (name == "Pr3213") return s_ == spec::Semantics::Pr3213 ? Tri::True : Tri::False;
@@ -273,22 +275,75 @@ TEST(TableDot, EveryRowTheScenariosTakeUnderASemanticsIsDrawnForIt) {
   EXPECT_EQ(drawn_somewhere.size(), statemachine::Machine::rows().rows().size());
 }
 
+// The guard of the table's first row whose guard is `text`, as a formula.
+explorer::GuardExpression table_guard(const std::string& text) {
+  for (const statemachine::RowDescription& row : statemachine::Machine::rows().rows()) {
+    if (row.guard == text) return explorer::GuardExpression(row.guard_tree);
+  }
+  ADD_FAILURE() << "no row guarded by " << text;
+  return explorer::GuardExpression(statemachine::GuardTree{});
+}
+
+// Formulas the table does not write, over named guards that read more than the semantics.
+statemachine::GuardTree named(const char* name) {
+  statemachine::GuardTree tree;
+  tree.kind = statemachine::GuardTree::Kind::Guard;
+  tree.name = name;
+  return tree;
+}
+statemachine::GuardTree combined(statemachine::GuardTree::Kind kind, std::vector<statemachine::GuardTree> operands) {
+  statemachine::GuardTree tree;
+  tree.kind = kind;
+  tree.operands = std::move(operands);
+  return tree;
+}
+
 // A guard read under a semantics: its semantics guards decided and folded away.
 TEST(TableDot, GuardsReadUnderASemantics) {
   using explorer::GuardExpression;
-  const auto under = [](const char* guard, spec::Semantics s) { return GuardExpression::parse(guard).under(s).to_string(); };
+  using Kind = statemachine::GuardTree::Kind;
+  const auto under = [](const char* guard, spec::Semantics s) { return table_guard(guard).under(s).to_string(); };
   EXPECT_EQ(under("And_<Upstream, FifoEmpty>", spec::Semantics::Upstream), "FifoEmpty");
   EXPECT_EQ(under("And_<Upstream, FifoEmpty>", spec::Semantics::Pr3213), "false");
   EXPECT_EQ(under("Not_<And_<Upstream, BitAtAutocastEntry>>", spec::Semantics::Fp8sm), "true");
   EXPECT_EQ(under("Not_<And_<Upstream, BitAtAutocastEntry>>", spec::Semantics::Upstream), "!BitAtAutocastEntry");
   EXPECT_EQ(under("And_<AtDepthZero, Or_<Upstream, Not_<OpenedByRecompute>>>", spec::Semantics::Pr3213),
             "AtDepthZero && !OpenedByRecompute");
-  EXPECT_EQ(GuardExpression::parse("And_<A, Or_<B, Not_<And_<C, D>>>>").to_string(), "A && (B || !(C && D))");
+  EXPECT_EQ(under("And_<Pr3213OrFp8sm, FramePrevOutside>", spec::Semantics::Fp8sm), "FramePrevOutside");
+  EXPECT_EQ(table_guard("none").to_string(), "true");
+  const statemachine::GuardTree a = named("A"), b = named("B"), c = named("C"), d = named("D");
+  EXPECT_EQ(GuardExpression(combined(Kind::And, {a, combined(Kind::Or, {b, combined(Kind::Not, {combined(Kind::And, {c, d})})})}))
+                .to_string(),
+            "A && (B || !(C && D))");
   // A guard that contradicts itself can never fire, whatever its semantics guards say.
-  EXPECT_FALSE(GuardExpression::parse("And_<Exceptional, Not_<Exceptional>>").satisfiable());
-  EXPECT_TRUE(GuardExpression::parse("Or_<Exceptional, Not_<Exceptional>>").satisfiable());
-  EXPECT_THROW(GuardExpression::parse("And_<A"), std::invalid_argument);
-  EXPECT_THROW(GuardExpression::parse("Wrapped_<A>"), std::invalid_argument);
+  const statemachine::GuardTree exceptional = named("Exceptional");
+  const statemachine::GuardTree not_exceptional = combined(Kind::Not, {exceptional});
+  EXPECT_FALSE(GuardExpression(combined(Kind::And, {exceptional, not_exceptional})).satisfiable());
+  EXPECT_TRUE(GuardExpression(combined(Kind::Or, {exceptional, not_exceptional})).satisfiable());
+}
+
+// Each row's guard formula (built from its type) is the guard its name spells, and its region
+// is its source state's.
+TEST(TableDot, RowCatalogueDescribesEachGuardAsItsNameReads) {
+  using Kind = statemachine::GuardTree::Kind;
+  std::function<std::string(const statemachine::GuardTree&)> spelled = [&](const statemachine::GuardTree& tree) {
+    switch (tree.kind) {
+      case Kind::None: return std::string("none");
+      case Kind::Guard: return tree.name;
+      case Kind::Not: return "Not_<" + spelled(tree.operands.at(0)) + ">";
+      case Kind::And:
+      case Kind::Or:
+        return std::string(tree.kind == Kind::And ? "And_<" : "Or_<") + spelled(tree.operands.at(0)) + ", " +
+               spelled(tree.operands.at(1)) + ">";
+    }
+    return std::string("?");
+  };
+  for (const statemachine::RowDescription& row : statemachine::Machine::rows().rows()) {
+    EXPECT_EQ(spelled(row.guard_tree), row.guard) << row.to_string();
+    const explorer::TableRegion* region = explorer::region_of_state(row.source);
+    ASSERT_NE(region, nullptr) << row.to_string();
+    EXPECT_EQ(region, &explorer::table_regions().at(static_cast<std::size_t>(row.region))) << row.to_string();
+  }
 }
 
 // ---- Mermaid ---------------------------------------------------------------------------------

@@ -3,89 +3,32 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <stdexcept>
 
 namespace fp8sm::explorer {
 
-// Recursive descent over "Name" | "Name<operand, operand, ...>".
-class GuardParser {
- public:
-  explicit GuardParser(const std::string& text) : text_(text) {}
-
-  GuardExpression parse() {
-    GuardExpression e = expression();
-    skip_spaces();
-    if (at_ != text_.size()) fail("text after the guard");
-    return e;
+GuardExpression::GuardExpression(const statemachine::GuardTree& tree) {
+  using Tree = statemachine::GuardTree;
+  switch (tree.kind) {
+    case Tree::Kind::None:
+      kind_ = Kind::True;
+      break;
+    case Tree::Kind::Guard:
+      kind_ = Kind::Guard;
+      name_ = tree.name;
+      if (tree.reads_only_semantics) holds_under_ = tree.holds_under;
+      break;
+    case Tree::Kind::Not:
+      kind_ = Kind::Not;
+      break;
+    case Tree::Kind::And:
+      kind_ = Kind::And;
+      break;
+    case Tree::Kind::Or:
+      kind_ = Kind::Or;
+      break;
   }
-
- private:
-  const std::string& text_;
-  std::size_t at_ = 0;
-
-  [[noreturn]] void fail(const char* what) const {
-    throw std::invalid_argument(fmt::format("guard '{}': {} at column {}", text_, what, at_ + 1));
-  }
-  void skip_spaces() {
-    while (at_ < text_.size() && text_[at_] == ' ') ++at_;
-  }
-  bool take(char c) {
-    skip_spaces();
-    if (at_ < text_.size() && text_[at_] == c) {
-      ++at_;
-      return true;
-    }
-    return false;
-  }
-  std::string name() {
-    skip_spaces();
-    const std::size_t begin = at_;
-    while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) != 0 || text_[at_] == '_')) {
-      ++at_;
-    }
-    if (at_ == begin) fail("a guard name expected");
-    return text_.substr(begin, at_ - begin);
-  }
-
-  GuardExpression expression() {
-    const std::string head = name();
-    std::vector<GuardExpression> operands;
-    if (take('<')) {
-      do {
-        operands.push_back(expression());
-      } while (take(','));
-      if (!take('>')) fail("'>' expected");
-    }
-    GuardExpression e;
-    if (head == "none" && operands.empty()) {
-      e.kind_ = GuardExpression::Kind::True;
-    } else if (head == "Not_") {
-      if (operands.size() != 1) fail("Not_ takes one operand");
-      e.kind_ = GuardExpression::Kind::Not;
-    } else if (head == "And_" || head == "Or_") {
-      if (operands.size() < 2) fail("And_ and Or_ take two operands or more");
-      e.kind_ = head == "And_" ? GuardExpression::Kind::And : GuardExpression::Kind::Or;
-    } else {
-      // A named guard is a plain functor: template arguments mean a combinator we do not know.
-      if (!operands.empty()) fail("unknown combinator");
-      e.kind_ = GuardExpression::Kind::Guard;
-      e.name_ = head;
-    }
-    e.operands_ = std::move(operands);
-    return e;
-  }
-};
-
-GuardExpression GuardExpression::parse(const std::string& component) { return GuardParser(component).parse(); }
-
-// Mirrors guards.hpp's four semantics guards.
-std::optional<bool> semantics_guard_value(const std::string& guard, spec::Semantics semantics) {
-  if (guard == "Upstream") return semantics == spec::Semantics::Upstream;
-  if (guard == "Pr3213") return semantics == spec::Semantics::Pr3213;
-  if (guard == "Fp8sm") return semantics == spec::Semantics::Fp8sm;
-  if (guard == "Pr3213OrFp8sm") return semantics != spec::Semantics::Upstream;
-  return std::nullopt;
+  for (const Tree& operand : tree.operands) operands_.emplace_back(operand);
 }
 
 GuardExpression GuardExpression::under(spec::Semantics semantics) const {
@@ -95,8 +38,8 @@ GuardExpression GuardExpression::under(spec::Semantics semantics) const {
     case Kind::False:
       return *this;
     case Kind::Guard:
-      if (const std::optional<bool> value = semantics_guard_value(name_, semantics)) {
-        out.kind_ = *value ? Kind::True : Kind::False;
+      if (holds_under_) {
+        out.kind_ = (*holds_under_)[static_cast<std::size_t>(semantics)] ? Kind::True : Kind::False;
         return out;
       }
       return *this;
@@ -210,7 +153,7 @@ std::string GuardExpression::to_string() const {
 }
 
 bool can_fire_under(const statemachine::RowDescription& row, spec::Semantics semantics) {
-  return GuardExpression::parse(row.guard).under(semantics).satisfiable();
+  return GuardExpression(row.guard_tree).under(semantics).satisfiable();
 }
 
 }  // namespace fp8sm::explorer

@@ -1,14 +1,16 @@
 // A row's guard as a boolean formula over the table's named guards (statemachine/guards.hpp),
-// read back from its component name ("And_<Upstream, Not_<FifoEmpty>>", RowDescription::guard).
+// as the row catalogue describes it (RowDescription::guard_tree, built from the row's types).
 //
 // The table has one set of rows for every semantics: a row belongs to a semantics through
-// the semantics guards in its guard (Upstream, Pr3213, Fp8sm, Pr3213OrFp8sm). Under one
-// semantics those are constants, so a row whose guard is false for every value of its other
+// the semantics guards in its guard (those that read nothing but the semantics: Upstream,
+// Pr3213, Fp8sm, Pr3213OrFp8sm, whose value under each semantics the catalogue carries). Under
+// one semantics those are constants, so a row whose guard is false for every value of its other
 // guards can never fire there; the pictures of the table leave it out and write the guard of
 // the others as it reads under that semantics ("FifoEmpty" for upstream's
 // "And_<Upstream, FifoEmpty>").
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,9 +22,8 @@ namespace fp8sm::explorer {
 
 class GuardExpression {
  public:
-  // `component` as component_name() writes a guard; "none" (no guard) is true. Throws
-  // std::invalid_argument for text that is not a guard's name.
-  static GuardExpression parse(const std::string& component);
+  // `tree` as a formula; none (no guard) is true.
+  explicit GuardExpression(const statemachine::GuardTree& tree);
 
   // The semantics guards replaced by their value under `semantics`, and the constants folded
   // away (And_ drops true operands, Or_ false ones).
@@ -41,17 +42,15 @@ class GuardExpression {
   enum class Kind { True, False, Guard, Not, And, Or };
   Kind kind_ = Kind::True;
   std::string name_;  // a Guard's
+  // A semantics guard's value under each semantics (GuardTree::holds_under); none for the others.
+  std::optional<std::array<bool, spec::kAllSemantics.size()>> holds_under_;
   std::vector<GuardExpression> operands_;
 
+  GuardExpression() = default;
   bool evaluate(const std::vector<std::string>& names, unsigned long long values) const;
   void collect_names(std::vector<std::string>& names) const;
   std::string operand_text(const GuardExpression& operand) const;
-  friend class GuardParser;
 };
-
-// Whether a semantics guard (Upstream, Pr3213, Fp8sm, Pr3213OrFp8sm) holds under
-// `semantics`; nullopt for every other guard.
-std::optional<bool> semantics_guard_value(const std::string& guard, spec::Semantics semantics);
 
 // Whether `row` can ever fire under `semantics`: its guard under it is satisfiable.
 bool can_fire_under(const statemachine::RowDescription& row, spec::Semantics semantics);

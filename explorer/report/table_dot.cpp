@@ -12,7 +12,8 @@
 namespace fp8sm::explorer {
 
 const std::vector<TableRegion>& table_regions() {
-  // The order of transition_table.hpp's regions, which is the order it processes them in.
+  // The order of transition_table.hpp's regions, which is the order it processes them in and
+  // their number (states.hpp's Region).
   static const std::vector<TableRegion> regions = {
       {"ownership", "region 0: ownership (F, TE's is_first_fp8_module)",
        {"OwnershipAvailable", "OwnershipConsumed"}, "OwnershipConsumed"},
@@ -50,7 +51,7 @@ bool stays(const statemachine::RowDescription& row) { return row.target == "none
 }  // namespace
 
 std::string table_edge_label(const statemachine::RowDescription& row, std::optional<spec::Semantics> semantics) {
-  GuardExpression guard = GuardExpression::parse(row.guard);
+  GuardExpression guard(row.guard_tree);
   if (semantics) guard = guard.under(*semantics);
   std::string label = row.event;
   if (!guard.is_true()) label += fmt::format(" [{}]", guard.to_string());
@@ -84,7 +85,9 @@ std::string table_dot(std::optional<spec::Semantics> semantics) {
                  dot_quoted(fmt::format("fp8sm transition table, {}", scope)));
   fmt::format_to(to, "  node [shape=box, style=rounded, fontname=Helvetica, fontsize=12];\n");
   fmt::format_to(to, "  edge [fontname=Helvetica, fontsize=9];\n");
-  for (const TableRegion& region : table_regions()) {
+  const std::vector<TableRegion>& regions = table_regions();
+  for (std::size_t r = 0; r < regions.size(); ++r) {
+    const TableRegion& region = regions[r];
     fmt::format_to(to, "  subgraph cluster_{} {{\n", region.id);
     fmt::format_to(to, "    label={};\n", dot_quoted(region.title));
     for (const std::string& state : region.states) {
@@ -92,11 +95,11 @@ std::string table_dot(std::optional<spec::Semantics> semantics) {
     }
     for (int index : drawn) {
       const statemachine::RowDescription& row = rows[static_cast<std::size_t>(index)];
-      const TableRegion* source_region = region_of_state(row.source);
-      if (source_region == nullptr) {
-        throw std::logic_error(fmt::format("table_dot: row {}'s source {} is in no region", index, row.source));
+      if (row.region != static_cast<int>(r)) continue;
+      if (region_of_state(row.source) != &region) {
+        throw std::logic_error(fmt::format("table_dot: row {}'s source {} is not a state of its region {}", index,
+                                           row.source, region.id));
       }
-      if (source_region != &region) continue;
       const std::string target = stays(row) ? row.source : row.target;
       if (region_of_state(target) != &region) {
         throw std::logic_error(fmt::format("table_dot: row {} leaves its region for {}", index, target));

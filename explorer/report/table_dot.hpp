@@ -30,6 +30,7 @@ struct TableRegion {
   std::vector<std::string> states;
   std::string initial;
 };
+// Indexed by the region's number (states.hpp's Region, RowDescription::region).
 const std::vector<TableRegion>& table_regions();
 
 // The region whose states include `state`; nullptr if none does.
