@@ -31,7 +31,8 @@
 
 namespace fp8sm::spec {
 
-// One event: its type's name, and its fields in declaration order with their values.
+// One event: its type's name, and its fields in declaration order with their values
+// (spec/event_fields.hpp).
 std::string event_text(const AnyEvent& event);
 
 // Whether T is one of AnyEvent's alternatives (the formatter below serves exactly those).

@@ -12,6 +12,7 @@
 #include "explorer/report/report.hpp"
 #include "explorer/model/scenario_run.hpp"
 #include "interpreter/interpreter.hpp"
+#include "spec/event_fields.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario_parser.hpp"
 #include "statemachine/observer.hpp"
@@ -173,53 +174,28 @@ class SequenceRecorder : public statemachine::Observer {
   std::string module(statemachine::ModuleId m) const {
     return m < program_.module_names.size() ? program_.module_names[m] : fmt::format("module {}", m);
   }
-  static const char* on_off(bool b, const char* on, const char* off) { return b ? on : off; }
-
+  // "ModuleBackward L1, owner": the event's name and fields in words (spec/event_fields.hpp).
   std::string describe(const AnyEvent& event) const {
     return std::visit(
-        [&](const auto& e) -> std::string {
-          using E = std::decay_t<decltype(e)>;
-          if constexpr (std::is_same_v<E, spec::AutocastEnter>) {
-            return fmt::format("AutocastEnter {}{}", on_off(e.enabled, "enabled", "disabled"),
-                               on_off(e.recompute_internal, ", the recompute's own", ""));
-          } else if constexpr (std::is_same_v<E, spec::AutocastExit>) {
-            return "AutocastExit";
-          } else if constexpr (std::is_same_v<E, spec::GradPush>) {
-            return fmt::format("GradPush {}{}", on_off(e.enabled, "enable_grad", "no_grad"),
-                               on_off(e.internal, ", internal", ""));
-          } else if constexpr (std::is_same_v<E, spec::GradPop>) {
-            return "GradPop";
-          } else if constexpr (std::is_same_v<E, spec::CheckpointForwardEnter>) {
-            return fmt::format("CheckpointForwardEnter C{}, {}", e.capture,
-                               on_off(e.reentrant, "reentrant", "non-reentrant"));
-          } else if constexpr (std::is_same_v<E, spec::CheckpointForwardExit>) {
-            return fmt::format("CheckpointForwardExit{}", on_off(e.exceptional, ", exceptional", ""));
-          } else if constexpr (std::is_same_v<E, spec::RecomputeEnter>) {
-            return fmt::format("RecomputeEnter C{}", e.capture);
-          } else if constexpr (std::is_same_v<E, spec::RecomputeExit>) {
-            return "RecomputeExit";
-          } else if constexpr (std::is_same_v<E, spec::ModulePrepare>) {
-            return fmt::format("ModulePrepare {}", module(e.module));
-          } else if constexpr (std::is_same_v<E, spec::ModuleClaim>) {
-            return fmt::format("ModuleClaim {}", module(e.module));
-          } else if constexpr (std::is_same_v<E, spec::ModuleEndForward>) {
-            return fmt::format("ModuleEndForward {}", module(e.module));
-          } else if constexpr (std::is_same_v<E, spec::ModuleBackwardBegin>) {
-            return fmt::format("ModuleBackwardBegin {}{}", module(e.module), on_off(e.ran_before, ", ran before", ""));
-          } else if constexpr (std::is_same_v<E, spec::SavedTensorUnpack>) {
-            return fmt::format("SavedTensorUnpack {}{}", on_off(e.reached, "reached", "not reached"),
-                               on_off(e.taken, ", taken before", ""));
-          } else if constexpr (std::is_same_v<E, spec::ModuleBackward>) {
-            return fmt::format("ModuleBackward {}{}{}", module(e.module), on_off(e.owner, ", owner", ""),
-                               on_off(e.fp8, ", fp8", ""));
-          } else if constexpr (std::is_same_v<E, spec::BackwardPassBegin>) {
-            return "BackwardPassBegin";
-          } else if constexpr (std::is_same_v<E, spec::BackwardPassEnd>) {
-            return fmt::format("BackwardPassEnd {}", on_off(e.completed, "completed", "failed"));
-          } else {
-            static_assert(std::is_same_v<E, spec::CheckpointReleased>, "an event describe() does not know");
-            return fmt::format("CheckpointReleased C{}", e.capture);
-          }
+        [&](const auto& e) {
+          std::string out(spec::EventFields<std::decay_t<decltype(e)>>::name);
+          bool first = true;
+          spec::for_each_field(e, [&](const auto& field, auto value) {
+            using Field = std::decay_t<decltype(field)>;
+            std::string words;
+            bool qualifier = false;
+            if constexpr (spec::is_flag_v<Field>) {
+              words = value ? field.on : field.off;
+              qualifier = field.qualifier();
+            } else if constexpr (spec::is_module_field_v<Field>) {
+              words = module(value);
+            } else {
+              words = fmt::format("C{}", value);
+            }
+            if (!words.empty()) out += fmt::format("{}{}", first && !qualifier ? " " : ", ", words);
+            first = false;
+          });
+          return out;
         },
         event);
   }
