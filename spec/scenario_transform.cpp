@@ -8,19 +8,10 @@ Program without_checkpoints(const Program& program) {
   Program out;
   out.module_names = program.module_names;
   out.tape_names = program.tape_names;
-  std::vector<bool> dropped_block;  // per open block: is it a checkpoint being removed?
+  std::vector<Op> open;
+  int checkpoints_open = 0;
   for (const Statement& s : program.statements) {
-    if (opens_block(s.op)) {
-      dropped_block.push_back(is_checkpoint(s.op));
-      if (is_checkpoint(s.op)) continue;
-    } else if (s.op == Op::Close) {
-      const bool dropped = !dropped_block.empty() && dropped_block.back();
-      if (!dropped_block.empty()) dropped_block.pop_back();
-      if (dropped) continue;
-    } else if (s.op == Op::RecomputeUncaptured) {
-      continue;
-    }
-    out.statements.push_back(s);
+    if (!follow_blocks(s, open, checkpoints_open)) out.statements.push_back(s);
   }
   return out;
 }
@@ -39,7 +30,7 @@ void ReferenceDivergence::apply(const Statement& s, bool inside_checkpoint, bool
 std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>& executed,
                                  const std::vector<bool>& input_lacks_grad) {
   std::vector<bool> steps;
-  std::vector<bool> checkpoint_block;  // per open block
+  std::vector<Op> open;
   int checkpoints_open = 0;
   ReferenceDivergence divergence;
   bool step_has_statements = false;
@@ -53,13 +44,7 @@ std::vector<bool> diverged_steps(const Program& program, const std::vector<bool>
     step_has_statements = true;
     divergence.apply(s, checkpoints_open > 0, i < executed.size() && executed[i],
                      i < input_lacks_grad.size() && input_lacks_grad[i]);
-    if (opens_block(s.op)) {
-      checkpoint_block.push_back(is_checkpoint(s.op));
-      checkpoints_open += is_checkpoint(s.op) ? 1 : 0;
-    } else if (s.op == Op::Close && !checkpoint_block.empty()) {
-      checkpoints_open -= checkpoint_block.back() ? 1 : 0;
-      checkpoint_block.pop_back();
-    }
+    follow_blocks(s, open, checkpoints_open);  // for the next statement's inside_checkpoint
   }
   if (step_has_statements) steps.push_back(divergence.diverged);
   return steps;

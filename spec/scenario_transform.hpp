@@ -11,6 +11,31 @@ namespace fp8sm::spec {
 // recompute_uncaptured removed: the reference of invariant I8 (checkpoint transparency).
 Program without_checkpoints(const Program& program);
 
+// without_checkpoints' rule, statement by statement, for whoever walks a program beside its
+// reference (without_checkpoints itself, diverged_steps, the search's flat facts): what `s`
+// does to the blocks open around it, and whether the reference leaves `s` out (a checkpoint
+// block's opening and its close, and every recompute_uncaptured). `open`: the ops that opened
+// the blocks still open, innermost last; `checkpoints_open`: how many of them are checkpoints,
+// so that `checkpoints_open > 0` is the next statement's inside_checkpoint. A close with no
+// block open closes nothing, and is kept.
+template <class OpenBlocks, class Count>
+bool follow_blocks(const Statement& s, OpenBlocks& open, Count& checkpoints_open) {
+  if (opens_block(s.op)) {
+    open.push_back(s.op);
+    if (!is_checkpoint(s.op)) return false;
+    ++checkpoints_open;
+    return true;
+  }
+  if (s.op == Op::Close) {
+    if (open.empty()) return false;
+    const bool checkpoint = is_checkpoint(open.back());
+    open.pop_back();
+    if (checkpoint) --checkpoints_open;
+    return checkpoint;
+  }
+  return s.op == Op::RecomputeUncaptured;
+}
+
 // Whether the statement behaves differently by design when a recompute runs it: raise original
 // or raise recompute inside a checkpoint block, or recompute_uncaptured anywhere. A program
 // with one is not the same program as its reference, and I8 does not apply from there on.

@@ -81,16 +81,8 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
                          facts.diverged, facts.tape_freed);
   // The reference sees the program without checkpoint blocks and recompute_uncaptured
   // (spec::without_checkpoints, statement by statement).
-  bool reference_skips = s.op == Op::RecomputeUncaptured;
-  if (spec::opens_block(s.op)) {
-    facts.open.push_back(s.op);
-    reference_skips = spec::is_checkpoint(s.op);
-    facts.checkpoints_open = static_cast<std::uint8_t>(facts.checkpoints_open + (reference_skips ? 1 : 0));
-  } else if (s.op == Op::Close) {
-    reference_skips = spec::is_checkpoint(facts.open.back());
-    facts.checkpoints_open = static_cast<std::uint8_t>(facts.checkpoints_open - (reference_skips ? 1 : 0));
-    facts.open.pop_back();
-  } else if (s.op == Op::Save) {
+  const bool reference_skips = spec::follow_blocks(s, facts.open, facts.checkpoints_open);
+  if (s.op == Op::Save) {
     facts.tape_saved[s.name] = true;
   } else if (s.op == Op::Linear) {
     facts.modules_used = std::max<std::uint8_t>(facts.modules_used, static_cast<std::uint8_t>(s.name + 1));
