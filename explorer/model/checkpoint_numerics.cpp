@@ -47,7 +47,11 @@ template <class S>
 void CheckpointNumerics<S>::event_fired(const ObserverContext<S>& ctx, const spec::AnyEvent& event,
                                         const std::optional<spec::RaisedException>& raised) {
   // Upstream's FIFO (spec §2.1): every checkpoint forward's entry appends its bit, every
-  // recompute's entry takes the oldest.
+  // recompute's entry takes the oldest. Counted here from the events on purpose, not read from
+  // the machine's FIFO (MachineData::fifo): I4 judges what the table does with it, and a count
+  // read from the table would agree with any row that forgot a push or a pop, hiding the very
+  // leftover I4 looks for. The observers judge from what they observe, never from the table's
+  // data (invariant_checker.hpp).
   if (ctx.machine->semantics() == spec::Semantics::Upstream && !raised) {
     if (std::holds_alternative<spec::CheckpointForwardEnter>(event)) ++state_->fifo_length;
     if (std::holds_alternative<spec::RecomputeEnter>(event) && state_->fifo_length > 0) --state_->fifo_length;
