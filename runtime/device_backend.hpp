@@ -2,7 +2,8 @@
 // "cuda-exact": cuda_backend.hpp) or under the host emulation ("cuda-emulated"), with one
 // implementation, so that what the emulation tests is what runs on the GPU. Its tensors, FP8
 // tensors, metas and weights live in device memory, and a step copies nothing between the host
-// and the device but what the program feeds in and reads back (device_backend.cpp).
+// and the device but what the program feeds in and reads back (device_backend.cpp; its other
+// files, one job each: device_backend_impl.hpp).
 #pragma once
 
 #include <memory>

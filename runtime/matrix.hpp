@@ -12,7 +12,7 @@
 
 namespace fp8sm::runtime {
 
-// A matrix's values in device memory: what a device backend makes (device_backend.cpp).
+// A matrix's values in device memory: what a device backend makes (device_backend_memory.hpp).
 class DeviceValues {
  public:
   virtual ~DeviceValues() = default;
