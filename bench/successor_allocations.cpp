@@ -1,7 +1,7 @@
 // How many heap allocations one successor of the exhaustive search costs, and in which part:
 // copying the parent's carried parts, executing the statement, taking the fingerprint of its
 // canonical bytes, and judging the end of the program there. With the flat model state every
-// figure is zero (tests/test_flat_state.cpp asserts it); this prints them.
+// figure is zero (tests/explorer/test_flat_state.cpp asserts it); this prints them.
 //
 // It walks every program of up to `--depth` statements depth first (explorer/model/successor_walk.hpp:
 // without merging equal states, so the figures are per successor tried), counting the calls of

@@ -607,7 +607,7 @@ def model_search(depth: int, semantics: str = "upstream") -> dict:
 
 
 def json_md_schema() -> Dict[str, List[Tuple[str, str, bool]]]:
-    """docs/json.md's tables, read as tests/test_json_documents.cpp reads them: per `## `/`### `
+    """docs/json.md's tables, read as tests/explorer/test_json_documents.cpp reads them: per `## `/`### `
     heading in backquotes, its rows (field, type, optional)."""
     schema: Dict[str, List[Tuple[str, str, bool]]] = {}
     current = None

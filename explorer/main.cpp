@@ -41,18 +41,18 @@
 #include <optional>
 #include <string>
 
-#include "explorer/report/catalogue_report.hpp"
 #include "explorer/command_line.hpp"
 #include "explorer/interrupt_signals.hpp"
+#include "explorer/model/scenario_run.hpp"
+#include "explorer/report/catalogue_report.hpp"
 #include "explorer/report/mermaid.hpp"
 #include "explorer/report/program_list.hpp"
-#include "explorer/search/ranks.hpp"
 #include "explorer/report/report.hpp"
-#include "explorer/model/scenario_run.hpp"
-#include "explorer/search/search.hpp"
 #include "explorer/report/search_report.hpp"
 #include "explorer/report/sequence_dot.hpp"
 #include "explorer/report/table_dot.hpp"
+#include "explorer/search/ranks.hpp"
+#include "explorer/search/search.hpp"
 #include "spec/catalogue.hpp"
 #include "spec/invariants.hpp"
 #include "spec/random_program.hpp"

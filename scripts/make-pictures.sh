@@ -7,7 +7,7 @@
 #   docs/pictures.md, its ```mermaid block   explorer --depth N --semantics upstream --check I1 --mermaid
 #
 # N is the smallest depth at which the search finds an upstream I1 counterexample (the
-# shortest one). tests/test_pictures.cpp fails when a committed picture is out of date.
+# shortest one). tests/explorer/test_pictures.cpp fails when a committed picture is out of date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

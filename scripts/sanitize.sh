@@ -4,7 +4,7 @@
 # verdicts (label "exhaustive"), the installed-package test (label "install": the program it
 # builds against the install would need the sanitizers' flags too) and the multi-process
 # search's report comparisons through mpirun (label "mpi-report": a dozen depth-5 searches;
-# the in-process ranks of tests/test_distributed_search.cpp make the same comparisons here).
+# the in-process ranks of tests/explorer/test_distributed_search.cpp make the same comparisons here).
 # Needs scripts/setup.sh's packages (clang-14 among them).
 set -euo pipefail
 cd "$(dirname "$0")/.."

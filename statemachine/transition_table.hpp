@@ -91,7 +91,7 @@ using UpdatesForwardOnExit = And_<
     Or_<And_<Upstream, GradIsOn>,
         And_<Not_<ExitingRecomputeAutocast>, Or_<And_<Pr3213, GradIsOn>, And_<Fp8sm, UserGradIsOn>>>>>;
 #else
-// A deliberately broken fp8sm, built only for tests/test_broken_semantics.cpp: one guard
+// A deliberately broken fp8sm, built only for tests/explorer/test_broken_semantics.cpp: one guard
 // removed, so a recompute's own autocast makes a forward update again. The explorer must
 // catch it.
 using UpdatesForwardOnExit = And_<

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "explorer/model/transparency.hpp"
-#include "spec/scenario_transform.hpp"
 #include "interpreter/interpreter.hpp"
+#include "spec/scenario_transform.hpp"
 
 namespace fp8sm::explorer {
 

@@ -3,7 +3,7 @@
 // take the fingerprint, and (at top level) judge the program's end. Depth first over every
 // program of up to `depth` statements, closing braces included, without merging equal states:
 // what `visit` sees is per successor tried. For the benchmark and the test that count what a
-// successor allocates (bench/successor_allocations.cpp, tests/test_flat_state.cpp).
+// successor allocates (bench/successor_allocations.cpp, tests/explorer/test_flat_state.cpp).
 #pragma once
 
 #include <memory>

@@ -4,8 +4,8 @@
 
 #include <iterator>
 
-#include "explorer/report/report.hpp"
 #include "explorer/model/scenario_run.hpp"
+#include "explorer/report/report.hpp"
 #include "spec/catalogue.hpp"
 #include "spec/scenario_parser.hpp"
 

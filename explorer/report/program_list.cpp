@@ -2,9 +2,9 @@
 
 #include <vector>
 
+#include "explorer/model/scenario_run.hpp"
 #include "explorer/report/json_document.hpp"
 #include "explorer/report/report.hpp"
-#include "explorer/model/scenario_run.hpp"
 #include "spec/scenario_parser.hpp"
 
 namespace fp8sm::explorer {

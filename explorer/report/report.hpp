@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "explorer/report/json_document.hpp"
 #include "explorer/model/scenario_run.hpp"
+#include "explorer/report/json_document.hpp"
 #include "spec/scenario.hpp"
 
 namespace fp8sm::explorer {

@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <variant>
 
-#include "explorer/report/report.hpp"
 #include "explorer/model/scenario_run.hpp"
+#include "explorer/report/report.hpp"
 #include "interpreter/interpreter.hpp"
 #include "spec/event_fields.hpp"
 #include "spec/invariants.hpp"

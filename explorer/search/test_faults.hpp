@@ -1,5 +1,5 @@
 // Faults on purpose, for the tests of what the search does when a rank dies or fails
-// (tests/test_snapshots.cpp, tests/mpi/): when the environment variable FP8SM_TEST_FAULT is
+// (tests/explorer/test_snapshots.cpp, tests/mpi/): when the environment variable FP8SM_TEST_FAULT is
 // "ACTION POINT LAYER [RANK]" and this rank (any rank, without RANK) reaches POINT of layer
 // LAYER, it does ACTION there:
 //

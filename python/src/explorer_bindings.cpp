@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "explorer/model/scenario_run.hpp"
 #include "explorer/report/catalogue_report.hpp"
 #include "explorer/report/json_document.hpp"
 #include "explorer/report/report.hpp"
-#include "explorer/model/scenario_run.hpp"
-#include "explorer/search/search.hpp"
 #include "explorer/report/search_report.hpp"
+#include "explorer/search/search.hpp"
 #include "python/src/bindings.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario_parser.hpp"

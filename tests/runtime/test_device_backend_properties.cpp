@@ -1,5 +1,5 @@
-// The runtime's device backend (runtime/device_backend.cpp: the CUDA kernels, the launches and
-// the buffers around them) runs random programs as the model does, and trains any random
+// The runtime's device backend (runtime/device_backend*.cpp: construction, device memory, kernel
+// launches and the FP8 metas) runs random programs as the model does, and trains any random
 // network, chain or graph, checkpoint arrangement and recipe bit for bit as the CPU backend: on
 // the host emulation of the kernels everywhere ("cuda-emulated"),
 // and on the GPU too where one is usable ("cuda-exact"). Fewer cases than the other properties

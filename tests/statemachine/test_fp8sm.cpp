@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "explorer/search/search.hpp"
-#include "scenario_helpers.hpp"
 #include "machine_helpers.hpp"
+#include "scenario_helpers.hpp"
 #include "statemachine/machine.hpp"
 
 namespace fp8sm {
@@ -152,7 +152,7 @@ TEST(Fp8smVerdicts, SeedRowsGiveOneAndOne) {
   }
 }
 
-// Exhaustive, at the depth a unit test affords (CI runs deeper: tests/test_verdicts.cpp).
+// Exhaustive, at the depth a unit test affords (CI runs deeper: tests/explorer/test_verdicts.cpp).
 TEST(Fp8smVerdicts, NoProgramOfUpToFourStatementsViolatesAnything) {
   explorer::SearchOptions options;
   options.semantics = Semantics::Fp8sm;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "scenario_helpers.hpp"
 #include "interpreter/interpreter.hpp"
+#include "scenario_helpers.hpp"
 
 namespace fp8sm {
 namespace {

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "explorer/search/search.hpp"
 #include "explorer/report/search_report.hpp"
+#include "explorer/search/search.hpp"
 #include "explorer/search/snapshot.hpp"
 #include "explorer/search/thread_ranks.hpp"
 #include "run_command.hpp"

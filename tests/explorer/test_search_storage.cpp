@@ -5,10 +5,10 @@
 #include <random>
 #include <unordered_set>
 
+#include "explorer/model/statement_code.hpp"
 #include "explorer/search/fingerprint_set.hpp"
 #include "explorer/search/frontier.hpp"
 #include "explorer/search/search_path.hpp"
-#include "explorer/model/statement_code.hpp"
 #include "statemachine/storage.hpp"
 
 namespace fp8sm::explorer {

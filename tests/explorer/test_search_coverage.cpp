@@ -8,8 +8,8 @@
 
 #include "explorer/report/coverage_report.hpp"
 #include "explorer/report/row_guards.hpp"
-#include "explorer/search/search.hpp"
 #include "explorer/report/search_report.hpp"
+#include "explorer/search/search.hpp"
 #include "scenario_helpers.hpp"
 
 namespace fp8sm {

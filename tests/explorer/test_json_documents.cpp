@@ -275,7 +275,7 @@ TEST(JsonDocuments, IncompleteSearch) {
 
 // A search's --programs --json prints one document per line, each an fp8sm-program/1, numbered
 // from 1 in the order printed, with its program and the steps `explorer run` gives it
-// (tests/test_program_list.cpp compares those with `explorer run --json` line by line).
+// (tests/explorer/test_program_list.cpp compares those with `explorer run --json` line by line).
 TEST(JsonDocuments, ProgramList) {
   const CommandResult r = explorer("--depth 3 --semantics pr3213 --programs --json 2>/dev/null");
   EXPECT_EQ(r.status, 0);

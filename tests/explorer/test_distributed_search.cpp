@@ -10,9 +10,9 @@
 #include <mutex>
 #include <string>
 
+#include "explorer/report/search_report.hpp"
 #include "explorer/search/ranks.hpp"
 #include "explorer/search/search.hpp"
-#include "explorer/report/search_report.hpp"
 #include "explorer/search/thread_ranks.hpp"
 #include "scenario_helpers.hpp"
 

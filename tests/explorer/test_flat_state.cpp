@@ -16,8 +16,8 @@
 #include "explorer/model/alphabet.hpp"
 #include "explorer/model/canonical_state.hpp"
 #include "explorer/model/model_state.hpp"
-#include "explorer/search/search.hpp"
 #include "explorer/model/successor_walk.hpp"
+#include "explorer/search/search.hpp"
 #include "tests/counting_operator_new.hpp"
 
 namespace fp8sm {

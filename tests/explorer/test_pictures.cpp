@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "coverage_helpers.hpp"
+#include "explorer/model/scenario_run.hpp"
 #include "explorer/report/mermaid.hpp"
 #include "explorer/report/row_guards.hpp"
 #include "explorer/report/table_dot.hpp"
-#include "explorer/model/scenario_run.hpp"
 #include "explorer/search/search.hpp"
 #include "interpreter/interpreter.hpp"
 #include "run_command.hpp"

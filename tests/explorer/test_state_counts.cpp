@@ -19,11 +19,11 @@
 // 814 120 -> 813 038 (1 244 340 -> 1 242 255), upstream 1 060 481 -> 1 059 241 (1 561 369 ->
 // 1 559 113); depth 4 raw ids 76 591 -> 76 484, 76 912 -> 76 805, 78 159 -> 78 052. Every
 // verdict and shortest counterexample stayed; the search at depth 7 had reported the false I8
-// violation under fp8sm (tests/test_transparency.cpp).
+// violation under fp8sm (tests/explorer/test_transparency.cpp).
 //
 // And one since: a module node whose backward ran (a retained graph) is no longer taken for an
 // owner dropped unused when an exception or `data` abandons its graph (I3, spec §5: it made its
-// update; tests/test_ownership_liveness.cpp). States that differed only in that owner's
+// update; tests/explorer/test_ownership_liveness.cpp). States that differed only in that owner's
 // liveness flag, which decided nothing once the owner's backward had run, are one now: depth 5
 // pr3213 813 038 -> 812 815 states (1 242 255 -> 1 242 032 transitions), upstream 1 059 241 ->
 // 1 058 996 (1 559 113 -> 1 558 880); with data, upstream depth 4 60 407 -> 60 399 (100 527 ->
@@ -32,7 +32,7 @@
 //
 // And one with data only: a model Linear's node keeps whether its input required grad (TE's
 // ctx.requires_dgrad), so a Linear on data no longer merges with the same Linear on the chain
-// (tests/test_program_list.cpp, ALinearOnDataIsNotMergedWithOneOnTheChain). Without `data`
+// (tests/explorer/test_program_list.cpp, ALinearOnDataIsNotMergedWithOneOnTheChain). Without `data`
 // every input requires grad and nothing above moved; with it, upstream depth 4 60 399 ->
 // 60 765 states (100 523 -> 101 078), depth 5 1 108 083 -> 1 113 957 (1 679 072 -> 1 688 705),
 // fp8sm depth 5 857 424 -> 862 820 (1 347 942 -> 1 357 150). Only states were split, none
