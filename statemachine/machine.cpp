@@ -282,61 +282,90 @@ std::string BasicMachine<S>::snapshot() const {
   return out;
 }
 
+namespace {
+
+// How encode() writes each field of for_each_field's list: a number in as many bytes as it
+// has, a list as its size (2 bytes) and its elements, captures as ids, and the tables keyed by
+// a capture as keyed entries (see Encoder).
 template <class S>
-void BasicMachine<S>::encode(Encoder& out) const {
-  const MachineData<S>& d = state_->data;
-  for (int r = 0; r < 4; ++r) put(out, state_->regions[r], 1);
-  put(out, static_cast<std::uint64_t>(d.semantics), 1);
-  put(out, d.bit_at_autocast_entry.size(), 2);
-  for (bool b : d.bit_at_autocast_entry) put(out, b, 1);
-  put(out, d.ownership_frames.size(), 2);
-  for (const auto& f : d.ownership_frames) {
+struct SnapshotWriter {
+  using Data = MachineData<S>;
+  Encoder& out;
+  const Data& d;
+
+  void operator()(const std::uint8_t (&regions)[4]) const {
+    for (std::uint8_t r : regions) put(out, r, 1);
+  }
+  void operator()(spec::Semantics semantics) const { put(out, static_cast<std::uint64_t>(semantics), 1); }
+  // A number, or a list.
+  template <class Field>
+  void operator()(const Field& field) const {
+    if constexpr (std::is_integral_v<Field>) {
+      put(out, field, sizeof field);
+    } else {
+      put(out, field.size(), 2);
+      for (const auto& e : field) element(e);
+    }
+  }
+  void operator()(const typename Data::template List<CaptureRecord, capacity::CaptureRecords>& captures) const {
+    for (CaptureId c = 0; c < captures.size(); ++c) {
+      out.begin_keyed(IdKind::Capture, c);
+      put(out, 0, 1);  // the capture record of c
+      put(out, static_cast<std::uint64_t>(captures[c].bit) * 2u + captures[c].completed, 1);
+      out.end_keyed();
+    }
+  }
+  void operator()(const typename Data::template List<typename Data::CheckpointFrame, capacity::CheckpointFrames>& frames,
+                  const typename Data::ReplayedRuns& replayed) const {
+    put(out, frames.size(), 2);
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      const auto& f = frames[i];
+      put(out, static_cast<std::uint64_t>(f.before) | (f.recompute << 2), 1);
+      out.put_id(IdKind::Capture, f.capture);
+      const auto count = std::count_if(replayed.begin(), replayed.end(), [&](const auto& r) { return r.frame == i; });
+      put(out, static_cast<std::uint64_t>(count), 2);
+      for (const auto& r : replayed) {
+        if (r.frame == i) put(out, r.module, 2);
+      }
+    }
+  }
+  void operator()(typename Data::Id stash_slots, const typename Data::StashedRuns&) const {
+    for (CaptureId c = 0; c < stash_slots; ++c) {
+      out.begin_keyed(IdKind::Capture, c);
+      put(out, 1, 1);  // the stash, not the capture record, of c
+      const auto [first, last] = d.stash_of(c);
+      put(out, static_cast<std::uint64_t>(last - first), 2);
+      for (auto run = first; run != last; ++run) put(out, run->module | (static_cast<std::uint64_t>(run->fp8) << 16), 3);
+      out.end_keyed();
+    }
+  }
+
+  void element(bool b) const { put(out, b, 1); }
+  void element(const typename Data::OwnershipFrame& f) const {
     put(out, f.bit_before, 1);
     out.put_id(IdKind::Capture, f.capture);
   }
-  put(out, d.fifo.size(), 2);
-  for (const auto& e : d.fifo) {
+  void element(const typename Data::FifoEntry& e) const {
     put(out, e.bit, 1);
     out.put_id(IdKind::Capture, e.capture);
   }
-  for (CaptureId c = 0; c < d.captures.size(); ++c) {
-    out.begin_keyed(IdKind::Capture, c);
-    put(out, 0, 1);  // the capture record of c
-    put(out, static_cast<std::uint64_t>(d.captures[c].bit) * 2u + d.captures[c].completed, 1);
-    out.end_keyed();
+  void element(const typename Data::AutocastFrame& a) const {
+    put(out, static_cast<std::uint64_t>(a.mode_before) * 2u + a.recompute_internal, 1);
   }
-  put(out, d.checkpoint_frames.size(), 2);
-  for (std::size_t i = 0; i < d.checkpoint_frames.size(); ++i) {
-    const auto& f = d.checkpoint_frames[i];
-    put(out, static_cast<std::uint64_t>(f.before) | (f.recompute << 2), 1);
-    out.put_id(IdKind::Capture, f.capture);
-    const auto replayed = std::count_if(d.replayed.begin(), d.replayed.end(), [&](const auto& r) { return r.frame == i; });
-    put(out, static_cast<std::uint64_t>(replayed), 2);
-    for (const auto& r : d.replayed) {
-      if (r.frame == i) put(out, r.module, 2);
-    }
-  }
-  for (CaptureId c = 0; c < d.stash_slots; ++c) {
-    out.begin_keyed(IdKind::Capture, c);
-    put(out, 1, 1);  // the stash, not the capture record, of c
-    const auto [first, last] = d.stash_of(c);
-    put(out, static_cast<std::uint64_t>(last - first), 2);
-    for (auto run = first; run != last; ++run) put(out, run->module | (static_cast<std::uint64_t>(run->fp8) << 16), 3);
-    out.end_keyed();
-  }
-  put(out, d.autocasts.size(), 2);
-  for (const auto& a : d.autocasts) put(out, static_cast<std::uint64_t>(a.mode_before) * 2u + a.recompute_internal, 1);
-  put(out, d.grad_frames.size(), 2);
-  for (const auto& g : d.grad_frames) put(out, g.grad_before | (g.user_grad_before << 1), 1);
-  put(out, d.user_grad, 1);
-  put(out, d.fp8_backwards_in_pass, 2);
-  put(out, d.modules.size(), 2);
-  for (const auto& m : d.modules) {
-    put(out, m.fp8 | (m.registered << 1) | (m.has_stash_pos << 2) | (m.has_saved_for_restore << 3) |
-                 (m.restore_pending << 4),
+  void element(const typename Data::GradFrame& g) const { put(out, g.grad_before | (g.user_grad_before << 1), 1); }
+  void element(const ModuleFlags& m) const {
+    put(out,
+        m.fp8 | (m.registered << 1) | (m.has_stash_pos << 2) | (m.has_saved_for_restore << 3) | (m.restore_pending << 4),
         1);
     put(out, m.stash_depth, 2);
   }
+};
+
+}  // namespace
+
+template <class S>
+void BasicMachine<S>::encode(Encoder& out) const {
+  for_each_field(*state_, SnapshotWriter<S>{out, state_->data});
 }
 
 template <class S>

@@ -238,4 +238,30 @@ struct MachineState {
   MachineData<S> data;
 };
 
+// Every field of a machine's state, each once, in order: the one list that its encodings walk
+// (BasicMachine::encode, the search's canonical bytes in explorer/model/canonical_state.cpp),
+// so that a field added here is written by both, or fails to compile in the one that does not
+// know how to write its type. f(field) for most; f(table, keyed_by_it) for a table whose
+// entries are tagged with another field's positions (what each checkpoint frame's recompute
+// replayed; each capture's stash, for the captures below stash_slots). Not visited: `error`,
+// the exception of the event being processed, which is empty between events (fire() resets
+// it before and after).
+template <class S, class F>
+inline void for_each_field(const MachineState<S>& state, F&& f) {
+  const MachineData<S>& d = state.data;
+  f(state.regions);
+  f(d.semantics);
+  f(d.bit_at_autocast_entry);
+  f(d.ownership_frames);
+  f(d.fifo);
+  f(d.captures);
+  f(d.checkpoint_frames, d.replayed);
+  f(d.stash_slots, d.stash_runs);
+  f(d.autocasts);
+  f(d.grad_frames);
+  f(d.user_grad);
+  f(d.fp8_backwards_in_pass);
+  f(d.modules);
+}
+
 }  // namespace fp8sm::statemachine

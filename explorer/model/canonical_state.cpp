@@ -309,39 +309,54 @@ Out write_meta(const SymbolicMeta& meta, Out out) {
   return out;
 }
 
-Out write_machine(const statemachine::MachineState<FlatStorage>& machine, Out out) {
-  const auto& d = machine.data;
-  out.fixed<sizeof machine.regions>(machine.regions);
-  out = write_list(d.bit_at_autocast_entry, out);
-  out = write_list(d.ownership_frames, out);
-  out = write_list(d.fifo, out);
-  out = write_list(d.captures, out);
-  out = write_list(d.checkpoint_frames, out);
-  out.u8(d.replayed.size());
-  if (!d.replayed.empty()) {  // fp8sm, in a recompute: per frame, what it replayed so far
-    for (std::size_t i = 0; i < d.checkpoint_frames.size(); ++i) {
-      for (const auto& r : d.replayed) {
+// How the canonical bytes write each field of the machine's state (for_each_field's list, the
+// one BasicMachine::encode walks too): the region states and a number as their bytes, a list
+// as write_list does, the tables keyed by another field's positions as a list per position.
+// Not the semantics, which a search fixes.
+struct MachineBytes {
+  using Data = statemachine::MachineData<FlatStorage>;
+  Out out;
+
+  void operator()(const std::uint8_t (&regions)[4]) { out.fixed<sizeof regions>(regions); }
+  void operator()(spec::Semantics) {}
+  template <class Field>
+  void operator()(const Field& field) {
+    if constexpr (std::is_integral_v<Field>) {
+      out.fixed<sizeof field>(&field);
+    } else {
+      out = write_list(field, out);
+    }
+  }
+  // fp8sm, in a recompute: per frame, what it replayed so far.
+  void operator()(const Data::List<Data::CheckpointFrame, statemachine::capacity::CheckpointFrames>& frames,
+                  const Data::ReplayedRuns& replayed) {
+    out = write_list(frames, out);
+    out.u8(replayed.size());
+    if (replayed.empty()) return;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      for (const auto& r : replayed) {
         if (r.frame == i) out.u8(r.module);
       }
       out.u8(0xFF);  // modules are below 255: frame i's list ends here
     }
   }
-  out.u8(d.stash_slots);
-  out.u8(d.stash_runs.size());
-  if (!d.stash_runs.empty()) {
-    for (Id c = 0; c < d.stash_slots; ++c) {
-      for (const auto& run : d.stash_runs) {
+  void operator()(Id stash_slots, const Data::StashedRuns& runs) {
+    out.u8(stash_slots);
+    out.u8(runs.size());
+    if (runs.empty()) return;
+    for (Id c = 0; c < stash_slots; ++c) {
+      for (const auto& run : runs) {
         if (run.capture == c) out.u8(static_cast<unsigned>(run.module) | (static_cast<unsigned>(run.fp8) << 7));
       }
       out.u8(0xFF);
     }
   }
-  out = write_list(d.autocasts, out);
-  out = write_list(d.grad_frames, out);
-  out.u8(d.user_grad);
-  out.fixed<sizeof d.fp8_backwards_in_pass>(&d.fp8_backwards_in_pass);
-  out = write_list(d.modules, out);
-  return out;
+};
+
+Out write_machine(const statemachine::MachineState<FlatStorage>& machine, Out out) {
+  MachineBytes bytes{out};
+  statemachine::for_each_field(machine, bytes);
+  return bytes.out;
 }
 
 Out write_model(const Model& m, bool canonical_ids, bool step_results, Out out) {
