@@ -21,7 +21,7 @@ struct SeedRow {
   int upstream_backward;
 };
 
-// From ../shared/seed/pr-3213-discussion.txt ("no checkpoint fwd=1 bwd=1", ...).
+// From the PR #3213 discussion on TE main, as spec §4 quotes it ("no checkpoint fwd=1 bwd=1", ...).
 const SeedRow kSeed[] = {
     {"no-checkpoint", 1, 1},
     {"nonreentrant-single", 2, 1},
