@@ -18,6 +18,14 @@ struct ModelSettings {
   // Canonical ids: states that differ only in how capture, node and graph ids were numbered
   // (and in entries of ids nothing refers to any more) are one state. Off: the raw encoding.
   bool canonical_ids = true;
+
+  // The invariants judged: `checks`, or every one when it names none.
+  spec::InvariantSet checked() const {
+    if (!checks.empty()) return checks;
+    spec::InvariantSet all;
+    for (spec::Invariant i : spec::kAllInvariants) all.add(i);
+    return all;
+  }
 };
 
 }  // namespace fp8sm::explorer

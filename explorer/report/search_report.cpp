@@ -57,9 +57,10 @@ double rounded(double value, int decimals) {
 
 // The invariants checked and not violated in what was explored.
 spec::InvariantSet holding(const SearchOptions& options, const SearchResult& result) {
+  const spec::InvariantSet checked = options.checked();
   spec::InvariantSet set;
   for (spec::Invariant i : spec::kAllInvariants) {
-    if (result.violating_states.count(i) == 0 && (options.checks.empty() || options.checks.contains(i))) set.add(i);
+    if (result.violating_states.count(i) == 0 && checked.contains(i)) set.add(i);
   }
   return set;
 }
@@ -175,11 +176,7 @@ Json search_json(const SearchOptions& options, const SearchResult& result) {
   document["symmetry"] = options.alphabet.symmetry;
   document["data_inputs"] = options.alphabet.data;
   document["canonical_ids"] = options.canonical_ids;
-  spec::InvariantSet checked = options.checks;
-  if (checked.empty()) {
-    for (spec::Invariant i : spec::kAllInvariants) checked.add(i);
-  }
-  document["checked"] = invariant_ids(checked);
+  document["checked"] = invariant_ids(options.checked());
   document["carried"] = result.carried;
   document["complete"] = result.complete;
   document["stopped_by"] = stop_name(result.stop_reason);

@@ -120,13 +120,7 @@ std::unique_ptr<ModelCursor> ProgramModel::cursor() const { return std::make_uni
 
 StatementCode ProgramModel::close_code() const { return pack_statement(close_statement()); }
 
-spec::InvariantSet ProgramModel::checked() const {
-  spec::InvariantSet checks = settings_.checks;
-  if (checks.empty()) {
-    for (spec::Invariant i : spec::kAllInvariants) checks.add(i);
-  }
-  return checks;
-}
+spec::InvariantSet ProgramModel::checked() const { return settings_.checked(); }
 
 std::vector<std::string> ProgramModel::carried() const { return carried_state(settings_.checks); }
 
