@@ -85,6 +85,35 @@ void BasicInterpreter<S>::feed(const Statement& s) {
   (void)run_statement(at);
 }
 
+template <class S>
+void BasicInterpreter<S>::forget_unreadable_log() {
+  State& st = *state_;
+  std::size_t first_read = st.log.size();
+  for (const Scope& scope : st.scopes) {
+    if (spec::is_checkpoint(scope.op)) first_read = std::min<std::size_t>(first_read, scope.body_begin);
+  }
+  for (const auto& record : st.driver.records) first_read = std::min<std::size_t>(first_read, record.body.begin);
+  // A frame's body is set when its forward ends (closed); until then its open scope names it.
+  for (const auto& frame : st.driver.frames) {
+    if (frame.closed) first_read = std::min<std::size_t>(first_read, frame.body.begin);
+  }
+  if (first_read == 0) return;
+  st.log.erase(st.log.begin(), st.log.begin() + first_read);
+  const Id shift = to_id<S>(first_read);
+  for (Scope& scope : st.scopes) {
+    if (spec::is_checkpoint(scope.op)) scope.body_begin = to_id<S>(scope.body_begin - shift);
+  }
+  for (auto& record : st.driver.records) {
+    record.body.begin = to_id<S>(record.body.begin - shift);
+    record.body.end = to_id<S>(record.body.end - shift);
+  }
+  for (auto& frame : st.driver.frames) {
+    if (!frame.closed) continue;
+    frame.body.begin = to_id<S>(frame.body.begin - shift);
+    frame.body.end = to_id<S>(frame.body.end - shift);
+  }
+}
+
 // One statement of the log, fed at top level or replayed by a recompute. A checkpoint's body
 // is its statements as written, the skipped ones too: a recompute may take a path the
 // original forward did not (raise original / raise recompute).

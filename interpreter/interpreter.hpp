@@ -157,6 +157,12 @@ class BasicInterpreter : private statemachine::Hooks {
   void feed(const spec::Statement& statement);
   void end_of_file();
 
+  // Drops the statements of the log that no body can replay any more: those before the first
+  // statement of every body a checkpoint holds (a reentrant record's, a non-reentrant frame's,
+  // an open checkpoint's). A body opened later starts later still, so they are never read
+  // again. Between two statements only; the bodies' places move down with the log.
+  void forget_unreadable_log();
+
   // Whether finished steps are kept (steps()); the exhaustive search keeps none.
   void keep_steps(bool keep) { keep_steps_ = keep; }
   // One result per step so far (counts and escaped exceptions; violations are the observers').

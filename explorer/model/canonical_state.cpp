@@ -316,11 +316,28 @@ Out write_meta(const SymbolicMeta& meta, Out out) {
 struct MachineBytes {
   using Data = statemachine::MachineData<FlatStorage>;
   Out out;
+  PartMarks* marks = nullptr;
+  int field_index = 0;
 
-  void operator()(const std::uint8_t (&regions)[4]) { out.fixed<sizeof regions>(regions); }
-  void operator()(spec::Semantics) {}
+  // Each field a part of its own (PartMarks), by its place in for_each_field's list.
+  void mark() {
+    static const char* const kNames[] = {"machine.regions",   "machine.semantics",  "machine.bit_at_autocast_entry",
+                                         "machine.ownership_frames", "machine.fifo", "machine.captures",
+                                         "machine.checkpoint_frames", "machine.stashes", "machine.autocasts",
+                                         "machine.grad_frames", "machine.user_grad", "machine.fp8_backwards_in_pass",
+                                         "machine.modules"};
+    if (marks != nullptr) marks->at(field_index < 13 ? kNames[field_index] : "machine.other", out);
+    ++field_index;
+  }
+
+  void operator()(const std::uint8_t (&regions)[4]) {
+    mark();
+    out.fixed<sizeof regions>(regions);
+  }
+  void operator()(spec::Semantics) { mark(); }
   template <class Field>
   void operator()(const Field& field) {
+    mark();
     if constexpr (std::is_integral_v<Field>) {
       out.fixed<sizeof field>(&field);
     } else {
@@ -330,6 +347,7 @@ struct MachineBytes {
   // fp8sm, in a recompute: per frame, what it replayed so far.
   void operator()(const Data::List<Data::CheckpointFrame, statemachine::capacity::CheckpointFrames>& frames,
                   const Data::ReplayedRuns& replayed) {
+    mark();
     out = write_list(frames, out);
     out.u8(replayed.size());
     if (replayed.empty()) return;
@@ -341,6 +359,7 @@ struct MachineBytes {
     }
   }
   void operator()(Id stash_slots, const Data::StashedRuns& runs) {
+    mark();
     out.u8(stash_slots);
     out.u8(runs.size());
     if (runs.empty()) return;
@@ -353,18 +372,25 @@ struct MachineBytes {
   }
 };
 
-Out write_machine(const statemachine::MachineState<FlatStorage>& machine, Out out) {
-  MachineBytes bytes{out};
+Out write_machine(const statemachine::MachineState<FlatStorage>& machine, Out out, PartMarks* marks) {
+  MachineBytes bytes{out, marks};
   statemachine::for_each_field(machine, bytes);
   return bytes.out;
 }
 
-Out write_model(const Model& m, bool canonical_ids, bool step_results, Out out) {
+// `step_numbers`: some observer carried reads the step's number (the numerics' amax tags and
+// stash ages); otherwise nothing in a run's future does (the interpreter hands it to observers,
+// and a step's end is seen as a change of it), so it is not part of the state.
+Out write_model(const Model& m, bool canonical_ids, bool step_results, bool step_numbers, Out out, PartMarks* marks) {
+  auto mark = [&](const char* name) {
+    if (marks != nullptr) marks->at(name, out);
+  };
   const DriverState& d = m.driver;
   // Raw generations start at 1: a tape never saved is below them without a shift.
   const bool unsaved_tape = std::any_of(d.tapes.begin(), d.tapes.end(), [](const Graph& g) { return g.generation == kNone; });
   const unsigned shift = canonical_ids && unsaved_tape ? 1u : 0u;
-  out = write_machine(m.machine, out);
+  out = write_machine(m.machine, out, marks);
+  mark("interpreter.scopes");
   out.u8(m.scopes.size());
   for (std::size_t i = 0; i < m.scopes.size(); ++i) {
     const auto& scope = m.scopes[i];
@@ -382,18 +408,23 @@ Out write_model(const Model& m, bool canonical_ids, bool step_results, Out out) 
     out.fixed<sizeof fields>(fields);
     if (checkpoint) out = write_statements(m, scope.body_begin, m.log.size(), out);  // its body so far
   }
+  mark("interpreter.flags");
   out.u8(m.requires_grad);
   out.u8(static_cast<unsigned>(m.skip.active) | (static_cast<unsigned>(m.skip.until_step) << 1));
   out.u8(m.skip.depth);
+  mark("driver.step_graph");
   out = write_graph(d.step_graph, shift, out);
+  mark("driver.tapes");
   out.u8(d.tapes.size());
   for (const Graph& g : d.tapes) out = write_graph(g, shift, out);
+  mark("driver.records");
   out.u8(d.records.size());
   for (const auto& r : d.records) {
     out.u8(r.capture);
     out.u8(static_cast<unsigned>(r.fp8) | (static_cast<unsigned>(r.body.input_requires_grad) << 1));
     out = write_statements(m, r.body.begin, r.body.end, out);
   }
+  mark("driver.frames");
   out.u8(d.frames.size());
   for (const auto& f : d.frames) {
     const unsigned flags = static_cast<unsigned>(f.fp8) | (static_cast<unsigned>(f.closed) << 1) |
@@ -403,16 +434,20 @@ Out write_model(const Model& m, bool canonical_ids, bool step_results, Out out) 
     for (std::size_t k = 0; k < f.recomputed_count; ++k) out.u8(d.recomputed_slots[f.recomputed_begin + k].taken);
     out = write_statements(m, f.body.begin, f.body.end, out);
   }
+  mark("driver.captures");
   out.u8(d.next_capture);
   // The set of released captures (a false flag says nothing), as a bit mask.
   std::uint64_t released[4] = {0, 0, 0, 0};
   for (std::size_t c = 0; c < d.released.size(); ++c) released[c >> 6] |= std::uint64_t{d.released[c]} << (c & 63u);
   out.fixed<sizeof released>(released);
+  mark("driver.next_ids");
   out.u8(d.next_node);
   out.u8(generation_rank(d.next_generation, shift));
-  out.u32(m.step);
+  mark("interpreter.step");
+  if (step_numbers) out.u32(m.step);
   out.u8(m.step_started);
   if (!step_results) return out;
+  mark("interpreter.step_results");
   out.u32(m.current.forward_updates);
   out.u32(m.current.backward_updates);
   out.u8(m.current.raised.size());
@@ -424,8 +459,13 @@ Out write_model(const Model& m, bool canonical_ids, bool step_results, Out out) 
   return out;
 }
 
-Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers& carried, Out out) {
-  if (carried.forward_updates) write_list(o.program_grad.grad, out);
+Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers& carried, Out out, PartMarks* marks) {
+  auto mark = [&](const char* name) {
+    if (marks != nullptr) marks->at(name, out);
+  };
+  mark("observers.program_grad");
+  if (carried.forward_updates) out = write_list(o.program_grad.grad, out);
+  mark("observers.ownership");
   if (carried.ownership) {
     const auto& own = o.ownership;
     out.u8(own.bit_before_event);
@@ -446,8 +486,10 @@ Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers&
   }
   if (!carried.numerics) return out;
   const auto& n = o.numerics;
+  mark("observers.numerics.fifo_and_step");
   out.u32(static_cast<std::uint32_t>(n.fifo_length));
   out.u32(static_cast<std::uint32_t>(n.step));
+  mark("observers.numerics.metas_and_stashes");
   out.u8(n.modules.size());
   for (std::size_t m = 0; m < n.modules.size(); ++m) {
     const auto& record = n.modules[m];
@@ -464,6 +506,7 @@ Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers&
     }
     out.u8(0);
   }
+  mark("observers.numerics.extents");
   out.u8(n.extents.size());
   for (std::size_t x = 0; x < n.extents.size(); ++x) {
     out.u8(n.extents[x].capture);
@@ -481,6 +524,7 @@ Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers&
     }
     out.u8(0xFF);
   }
+  mark("observers.numerics.seen");
   std::size_t next_seen = 0;  // `seen` is sorted by key, as `seen_keys` is
   for (const auto& key : n.seen_keys) {
     out.u8(key.capture);
@@ -493,6 +537,7 @@ Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers&
     out.u8(0);
   }
   out.u8(kNone);
+  mark("observers.numerics.kept");
   out.u8(n.installed_from);
   for (Id capture : n.kept_by) {
     out.u8(capture);
@@ -661,10 +706,10 @@ void canonicalize(RunState& run, const CheckedObservers& carried) {
 }
 
 void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids, bool step_results,
-                     ByteWriter& writer) {
+                     ByteWriter& writer, PartMarks* marks) {
   Out out = writer.out();
-  out = write_model(run.model, canonical_ids, step_results, out);
-  out = write_observers(run.observers, carried, out);
+  out = write_model(run.model, canonical_ids, step_results, carried.numerics, out, marks);
+  out = write_observers(run.observers, carried, out, marks);
   writer.advance(out);
 }
 

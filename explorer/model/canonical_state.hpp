@@ -117,10 +117,24 @@ class ByteWriter {
   std::size_t size_ = 0;
 };
 
+// Where each part of a run's canonical bytes starts, by name (bench/state_growth: which parts
+// still take new values as programs grow). Not on the search's path: there it is null.
+class PartMarks {
+ public:
+  explicit PartMarks(const char* base) : base_(base) {}
+  void at(const char* name, const Out& out) { starts_.emplace_back(name, static_cast<std::size_t>(out.at - base_)); }
+  const std::vector<std::pair<const char*, std::size_t>>& starts() const { return starts_; }
+
+ private:
+  const char* base_;
+  std::vector<std::pair<const char*, std::size_t>> starts_;
+};
+
 // Appends the run's canonical bytes: the model, the observers of `carried`, and (for I8) the
-// step's counts and escaped exceptions. `canonical_ids`: the run was canonicalized.
+// step's counts and escaped exceptions. `canonical_ids`: the run was canonicalized. `marks`
+// (may be null) learns where each part starts.
 void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids, bool step_results,
-                     ByteWriter& out);
+                     ByteWriter& out, PartMarks* marks = nullptr);
 // Appends the program facts the future depends on (the reference's divergence only for I8).
 void write_canonical(const ProgramFacts& facts, bool with_reference, ByteWriter& out);
 

@@ -70,6 +70,11 @@ void ModelRunner::bind(ModelState& state) {
   reference_checker_.bind(state.reference.observers);
 }
 
+namespace {
+// Programs of up to kMaxSearchDepth (8) statements log at most 16, closing braces included.
+constexpr std::size_t kForgetLogPast = 16;
+}  // namespace
+
 const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   verdict_.clear();
   ignored_.clear();
@@ -95,6 +100,11 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   program_.feed(s);
   if (with_reference_ && !reference_skips) reference_.feed(s);
   if (s.op == Op::Step) finish_step(state, program_step, reference_step);
+  // The log is not part of a state (canonical_state.hpp: only the bodies that replay it), so
+  // forgetting what no body reads merges nothing; it keeps a program of any length within the
+  // log's capacity. Programs of a depth-bounded search fit it whole and never get here.
+  if (state.program.model.log.size() > kForgetLogPast) program_.forget_unreadable_log();
+  if (with_reference_ && state.reference.model.log.size() > kForgetLogPast) reference_.forget_unreadable_log();
   if (canonical_ids_) {
     if (!keeps_canonical_ids(s.op, program_before, state.program)) canonicalize(state.program, carried_);
     if (with_reference_ && !(reference_skips || keeps_canonical_ids(s.op, reference_before, state.reference))) {
@@ -144,6 +154,29 @@ std::uint64_t ModelRunner::fingerprint(const ModelState& state) const {
   if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, bytes);
   if (bytes.size() > ByteWriter::kStateBound) std::abort();  // cannot happen: the bound is the state's size, four times
   return XXH3_64bits(bytes.data(), bytes.size());
+}
+
+std::vector<std::pair<std::string, std::string>> ModelRunner::canonical_parts(const ModelState& state) const {
+  std::vector<std::pair<std::string, std::string>> parts;
+  ByteWriter facts;
+  facts.clear();
+  write_canonical(state.facts, with_reference_, facts);
+  parts.emplace_back("facts", std::string(facts.data(), facts.size()));
+  auto run_parts = [&](const RunState& run, const char* prefix) {
+    ByteWriter bytes;
+    bytes.clear();
+    PartMarks marks(bytes.data());
+    write_canonical(run, carried_, canonical_ids_, with_reference_, bytes, &marks);
+    const auto& starts = marks.starts();
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      const std::size_t end = i + 1 < starts.size() ? starts[i + 1].second : bytes.size();
+      parts.emplace_back(std::string(prefix) + starts[i].first,
+                         std::string(bytes.data() + starts[i].second, end - starts[i].second));
+    }
+  };
+  run_parts(state.program, "program.");
+  if (with_reference_) run_parts(state.reference, "reference.");
+  return parts;
 }
 
 std::string ModelRunner::canonical_bytes(const ModelState& state) const {

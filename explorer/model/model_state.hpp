@@ -89,6 +89,9 @@ class ModelRunner {
   std::uint64_t fingerprint(const ModelState& state) const;
   // The canonical bytes themselves (tests).
   std::string canonical_bytes(const ModelState& state) const;
+  // The same bytes cut into named parts ("facts", "program.machine.fifo", ..., "reference...."):
+  // bench/state_growth counts the values each part takes.
+  std::vector<std::pair<std::string, std::string>> canonical_parts(const ModelState& state) const;
 
   // From now on, appends the table row of every transition the program's machine takes to
   // `rows` (nullptr stops): the search's --coverage. The reference's machine is not recorded.
