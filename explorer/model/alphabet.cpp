@@ -14,9 +14,12 @@ spec::Statement close_statement() { return make_statement(Op::Close); }
 
 void next_statements(const ProgramFacts& facts, const AlphabetOptions& options, std::vector<Statement>& out) {
   out.clear();
-  for (Op op : {Op::AutocastOn, Op::AutocastOff, Op::CheckpointReentrant, Op::CheckpointNonReentrant, Op::NoGrad,
-                Op::Try}) {
-    out.push_back(make_statement(op));
+  const int max_open = options.bounds.open_blocks;
+  if (max_open == 0 || static_cast<int>(facts.open.size()) < max_open) {
+    for (Op op : {Op::AutocastOn, Op::AutocastOff, Op::CheckpointReentrant, Op::CheckpointNonReentrant, Op::NoGrad,
+                  Op::Try}) {
+      out.push_back(make_statement(op));
+    }
   }
   const int names = options.symmetry ? std::min(options.modules, facts.modules_used + 1) : options.modules;
   for (int m = 0; m < names; ++m) out.push_back(make_statement(Op::Linear, static_cast<std::uint16_t>(m)));

@@ -34,13 +34,22 @@ LayerExpansion::LayerExpansion(const EngineOptions& options, const SearchModel& 
 LayerExpansion::~LayerExpansion() = default;
 
 // One statement on the parent, then the closes until the state is at top level (closing is
-// free: all of these states belong to the next layer). Program ends are judged by the model
+// free: all of these states belong to the next layer). A chain that reaches a state past the
+// model's bounds is dropped whole: the statement is not taken. Program ends are judged by the model
 // where the state is at hand.
 void LayerExpansion::extend(StatementCode code, Scratch& scratch, Links& chains) const {
   std::vector<std::uint16_t>* rows = coverage_ ? &chains.rows : nullptr;
+  const std::size_t chain_begin = chains.links.size();
+  const std::size_t rows_begin = chains.rows.size();
   StatementCode via = code;
   for (bool on_child = false;; on_child = true) {
     const ModelStep step = scratch.cursor->step(via, on_child, rows);
+    if (step.out_of_bounds) {
+      // Past the model's bounds: the statement is not taken, nor any link of its chain.
+      chains.links.resize(chain_begin);
+      chains.rows.resize(rows_begin);
+      return;
+    }
     Link& link = chains.links.emplace_back();
     link.via = via;
     link.violations = step.violations;

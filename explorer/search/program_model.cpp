@@ -5,6 +5,7 @@
 
 #include "explorer/model/alphabet.hpp"
 #include "explorer/model/model_state.hpp"
+#include "explorer/model/resource_bounds.hpp"
 #include "explorer/model/statement_code.hpp"
 #include "statemachine/machine.hpp"
 
@@ -53,6 +54,11 @@ class ProgramCursor : public ModelCursor {
     if (rows != nullptr) runner_.record_rows(rows);
     ModelStep step;
     step.violations = runner_.apply(state, unpack_statement(code)).violations();
+    if (settings_.alphabet.bounds.any() && !within_bounds(state, settings_.alphabet.bounds)) {
+      step.out_of_bounds = true;
+      if (rows != nullptr) runner_.record_rows(nullptr);
+      return step;
+    }
     step.fingerprint = runner_.fingerprint(state);
     step.top_level = state.facts.open.empty();
     // A top-level state ends the chain, so the state is not needed after its end verdict.
@@ -164,10 +170,15 @@ std::string ProgramModel::settings() const {
   for (spec::Invariant i : spec::kAllInvariants) {
     if (checked_now.contains(i)) checks += fmt::format("{}{}", checks.empty() ? "" : ",", spec::id(i));
   }
-  return fmt::format("semantics={} modules={} tapes={} symmetry={} data-inputs={} canonical-ids={} check={}",
-                     spec::name(settings_.semantics), settings_.alphabet.modules, settings_.alphabet.tapes,
-                     settings_.alphabet.symmetry ? "on" : "off", settings_.alphabet.data ? "on" : "off",
-                     settings_.canonical_ids ? "on" : "off", checks);
+  const ResourceBounds& bounds = settings_.alphabet.bounds;
+  std::string text = fmt::format("semantics={} modules={} tapes={} symmetry={} data-inputs={} canonical-ids={} check={}",
+                                 spec::name(settings_.semantics), settings_.alphabet.modules, settings_.alphabet.tapes,
+                                 settings_.alphabet.symmetry ? "on" : "off", settings_.alphabet.data ? "on" : "off",
+                                 settings_.canonical_ids ? "on" : "off", checks);
+  // Bounds appear only when set, so that the settings of a search without them read as before.
+  if (bounds.open_blocks != 0) text += fmt::format(" max-open-blocks={}", bounds.open_blocks);
+  if (bounds.live_nodes != 0) text += fmt::format(" max-live-nodes={}", bounds.live_nodes);
+  return text;
 }
 
 }  // namespace fp8sm::explorer

@@ -35,6 +35,9 @@ struct ModelStep {
   std::uint64_t fingerprint = 0;      // of the state it reached
   bool top_level = false;             // that state is settled: no close needed, a program may end
   spec::InvariantSet end_violations;  // top level only: what ending there violates
+  // The state is past the model's resource bounds (a fixpoint search's, alphabet.hpp): the
+  // statement that started its chain is not taken, and the engine drops the chain's links.
+  bool out_of_bounds = false;
 };
 
 // One thread's handle on the model: the state it stands on, and a child it extends from it. A
