@@ -39,7 +39,15 @@ constexpr Commands kSearch = taken_by(Command::Search);
 // (--mermaid, --dot), docs/json.md (--json).
 const OptionDeclaration kOptions[] = {
     {"--depth", "N", &CommandLine::depth, nullptr, kSearch,
-     "explore every program of up to N statements (0 to 8)"},
+     "explore every program of up to N statements (0 to 8; with --until-fixpoint, give up past N)"},
+    {"--until-fixpoint", nullptr, nullptr, &CommandLine::until_fixpoint, kSearch,
+     "explore layer after layer until one adds no state: every program within the bounds, of any length "
+     "(needs --max-open-blocks and --max-live-nodes; docs/explorer.md \"Fixpoint\")"},
+    {"--max-open-blocks", "K", &CommandLine::max_open_blocks, nullptr, kSearch,
+     "programs hold at most K blocks open at once (1 to 24; default: no bound)"},
+    {"--max-live-nodes", "M", &CommandLine::max_live_nodes, nullptr, kSearch,
+     "programs hold at most M live autograd nodes in the step's graph and the saved tapes (1 to 16; default: no "
+     "bound)"},
     {"--semantics", "S", &CommandLine::semantics, nullptr,
      taken_by(Command::Search, Command::Run, Command::Catalogue, Command::Table),
      "fp8sm, upstream or pr3213 (default fp8sm; catalogue: only this one, else all three; table: with --dot)"},
@@ -108,7 +116,8 @@ std::string options_help(Command command) {
 constexpr const char* kFooter =
     "Options may stand before or after the command. Each belongs to the commands in its brackets:\n"
     "given to another command, it is an error. An empty value is an error, and numbers are decimal\n"
-    "(010 is ten). 'explorer --depth N ...' with no command is 'explorer search --depth N ...'.\n"
+    "(010 is ten). 'explorer --depth N ...' with no command is 'explorer search --depth N ...', and so\n"
+    "is 'explorer --until-fixpoint ...'.\n"
     "run's SCENARIO is the standard input if it is '-', else read as a file when a path of that name\n"
     "exists (a directory or an unreadable file is an error), else as a catalogue name or row (see\n"
     "'explorer list'); 'catalogue:NAME' or 'catalogue:ROW' always names the catalogue.\n"
@@ -196,8 +205,10 @@ CommandLine parse_command_line(int argc, char** argv) {
   }
 
   if (app.get_subcommands().empty()) {
-    if (app.get_option("--depth")->count() == 0) {
-      throw UsageError{"give a command (search --depth N, run, catalogue, random, list, invariants, table)"};
+    if (app.get_option("--depth")->count() == 0 && app.get_option("--until-fixpoint")->count() == 0) {
+      throw UsageError{
+          "give a command (search --depth N, search --until-fixpoint, run, catalogue, random, list, invariants, "
+          "table)"};
     }
     line.command = Command::Search;
   } else {
@@ -219,8 +230,10 @@ CommandLine parse_command_line(int argc, char** argv) {
     if (texts[i].empty()) throw UsageError{fmt::format("{}: an empty value, where {} is expected", o.name, o.value)};
     line.*(o.text) = texts[i];
   }
-  if (line.command == Command::Search && !line.depth) {
-    throw UsageError{"search: give --depth N (every program of up to N statements)"};
+  if (line.command == Command::Search && !line.depth && !line.until_fixpoint) {
+    throw UsageError{
+        "search: give --depth N (every program of up to N statements) or --until-fixpoint (every program within "
+        "bounds)"};
   }
   return line;
 }

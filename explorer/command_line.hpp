@@ -20,7 +20,7 @@ struct UsageError {
   std::string message;
 };
 
-// `explorer --depth N ...` with no command is Search.
+// `explorer --depth N ...` or `explorer --until-fixpoint ...` with no command is Search.
 enum class Command { Search, Run, Catalogue, Random, List, Invariants, Table };
 
 std::string_view command_name(Command command);
@@ -30,9 +30,9 @@ struct CommandLine {
   Command command = Command::Search;
   std::string scenario;  // run's SCENARIO
   std::optional<std::string> depth, semantics, modules, check, threads, max_states, max_memory, snapshot, resume,
-      seed, count, length, programs_beyond;
+      seed, count, length, programs_beyond, max_open_blocks, max_live_nodes;
   bool json = false, coverage = false, mermaid = false, dot = false, no_symmetry = false, no_canonical_ids = false,
-       programs = false, data_inputs = false;
+       programs = false, data_inputs = false, until_fixpoint = false;
   std::string help;  // not empty: --help was given, and this is the text to print (exit 0)
 };
 

@@ -388,9 +388,32 @@ Picture picture_option(const CommandLine& line) {
 // The search's options from the command line, each checked.
 explorer::SearchOptions search_options(const CommandLine& line) {
   explorer::SearchOptions options;
-  options.depth = static_cast<int>(decimal_option(
-      "--depth", *line.depth, "a depth (a number of statements, 0 to 8)", 0, explorer::kMaxSearchDepth,
-      "(the search's fixed-capacity states are sized for that; docs/explorer.md \"Capacities\")"));
+  options.until_fixpoint = line.until_fixpoint;
+  if (line.until_fixpoint) {
+    // The depth is where a search that finds no fixpoint gives up.
+    options.depth = explorer::kMaxFixpointDepth;
+    if (line.depth) {
+      options.depth = static_cast<int>(decimal_option(
+          "--depth", *line.depth, fmt::format("a depth (a number of statements, 1 to {})", explorer::kMaxFixpointDepth),
+          1, explorer::kMaxFixpointDepth, "(a search to the fixpoint's paths hold that many; docs/explorer.md \"Fixpoint\")"));
+    }
+    if (!line.max_open_blocks || !line.max_live_nodes) {
+      throw UsageError{"--until-fixpoint needs --max-open-blocks K and --max-live-nodes M: without them programs hold "
+                       "ever more, and there is no fixpoint"};
+    }
+  } else {
+    options.depth = static_cast<int>(decimal_option(
+        "--depth", *line.depth, "a depth (a number of statements, 0 to 8)", 0, explorer::kMaxSearchDepth,
+        "(the search's fixed-capacity states are sized for that; docs/explorer.md \"Capacities\")"));
+  }
+  if (line.max_open_blocks) {
+    options.alphabet.bounds.open_blocks = static_cast<int>(
+        decimal_option("--max-open-blocks", *line.max_open_blocks, "a number of blocks (1 to 24)", 1, 24));
+  }
+  if (line.max_live_nodes) {
+    options.alphabet.bounds.live_nodes = static_cast<int>(
+        decimal_option("--max-live-nodes", *line.max_live_nodes, "a number of nodes (1 to 16)", 1, 16));
+  }
   options.semantics = semantics_option(line.semantics.value_or("fp8sm"));
   if (line.modules) {
     options.alphabet.modules = static_cast<int>(decimal_option("--modules", *line.modules, "a number of modules", 1,

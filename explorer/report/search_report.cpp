@@ -32,6 +32,7 @@ const char* stop_name(StopReason reason) {
     case StopReason::MaxStates: return "max-states";
     case StopReason::MaxMemory: return "max-memory";
     case StopReason::Interrupted: return "interrupted";
+    case StopReason::NoFixpoint: return "no-fixpoint";
   }
   return "none";
 }
@@ -42,6 +43,7 @@ const char* stop_text(StopReason reason) {
     case StopReason::MaxStates: return "stopped at the state budget (--max-states)";
     case StopReason::MaxMemory: return "stopped at the memory budget (--max-memory)";
     case StopReason::Interrupted: return "interrupted (SIGINT or SIGTERM)";
+    case StopReason::NoFixpoint: return "found no fixpoint (--until-fixpoint)";
     case StopReason::None: break;
   }
   return "stopped";
@@ -85,22 +87,59 @@ std::string ranks_line(const SearchResult& result) {
                      static_cast<double>(result.exchanged_bytes) / (1024.0 * 1024.0));
 }
 
+// "depth N", or for a search to the fixpoint where it gives up.
+std::string extent_text(const SearchOptions& options) {
+  if (!options.until_fixpoint) return fmt::format("depth {}", options.depth);
+  return fmt::format("until the fixpoint (giving up past depth {})", options.depth);
+}
+
+// The programs' bounds (ResourceBounds), when the search has any.
+std::string bounds_line(const SearchOptions& options) {
+  const ResourceBounds& b = options.alphabet.bounds;
+  if (!b.any()) return "";
+  std::string text = "bounds: programs hold at most ";
+  if (b.open_blocks != 0) text += fmt::format("{} open block{}", b.open_blocks, b.open_blocks == 1 ? "" : "s");
+  if (b.open_blocks != 0 && b.live_nodes != 0) text += " and ";
+  if (b.live_nodes != 0) {
+    text += fmt::format("{} graph node{} (and as many statements in a checkpoint's body)", b.live_nodes,
+                        b.live_nodes == 1 ? "" : "s");
+  }
+  return text + fmt::format(", over {} module{}\n", options.alphabet.modules, options.alphabet.modules == 1 ? "" : "s");
+}
+
+// The fixpoint, or the want of one, of a search to the fixpoint.
+std::string fixpoint_line(const SearchOptions& options, const SearchResult& result) {
+  if (!options.until_fixpoint) return "";
+  if (result.fixpoint) {
+    return fmt::format("fixpoint at depth {}: every program within the bounds, of any length, reaches one of these {} "
+                       "states\n",
+                       result.depth_completed - 1, result.distinct);
+  }
+  if (result.stop_reason != StopReason::NoFixpoint) return "";
+  const std::uint64_t last = result.layers.empty() ? 0 : result.layers.back().frontier;
+  return fmt::format("no fixpoint by depth {}: that layer still added {} states (bench/state_growth names the parts "
+                     "of the state that still take new values)\n",
+                     result.depth_completed, last);
+}
+
 }  // namespace
 
 std::string search_text(const SearchOptions& options, const SearchResult& result) {
   std::string out;
   auto to = std::back_inserter(out);
-  fmt::format_to(to, "explorer: semantics {}, depth {}, {} modules, {} tape{}, {}symmetry {}, canonical ids {}\n",
-                 spec::name(options.semantics), options.depth, options.alphabet.modules, options.alphabet.tapes,
+  fmt::format_to(to, "explorer: semantics {}, {}, {} modules, {} tape{}, {}symmetry {}, canonical ids {}\n",
+                 spec::name(options.semantics), extent_text(options), options.alphabet.modules, options.alphabet.tapes,
                  options.alphabet.tapes == 1 ? "" : "s", options.alphabet.data ? "data inputs, " : "",
                  options.alphabet.symmetry ? "on" : "off", options.canonical_ids ? "on" : "off");
+  out += bounds_line(options);
   out += "a state carries:";
   for (std::size_t i = 0; i < result.carried.size(); ++i) fmt::format_to(to, "{}{}", i ? "; " : " ", result.carried[i]);
   out += "\ndepth  frontier  distinct  transitions\n";
   for (const LayerStats& l : result.layers) {
     fmt::format_to(to, "{}  {}  {}  {}\n", l.depth, l.frontier, l.distinct, l.transitions);
   }
-  if (!result.complete) {
+  out += fixpoint_line(options, result);
+  if (!result.complete && result.stop_reason != StopReason::NoFixpoint) {
     fmt::format_to(to,
                    "{} while expanding depth {}: complete to depth {} only; the verdicts below are for what was "
                    "explored\n",
@@ -130,8 +169,17 @@ namespace {
 std::string search_picture_note(const SearchOptions& options, const SearchResult& result) {
   if (result.complete) {
     if (!result.counterexamples.empty()) return "";
+    if (result.fixpoint) {
+      return fmt::format("no counterexample: every program within the bounds, of any length, holds {} under {}",
+                         holding(options, result).to_string(), spec::name(options.semantics));
+    }
     return fmt::format("no counterexample: every program of up to {} statements holds {} under {}", options.depth,
                        holding(options, result).to_string(), spec::name(options.semantics));
+  }
+  if (result.stop_reason == StopReason::NoFixpoint) {
+    const std::string stop = fmt::format("no fixpoint by depth {}", result.depth_completed);
+    if (result.counterexamples.empty()) return "no counterexample in what was explored: " + stop;
+    return stop + ": the counterexamples below are those of what was explored";
   }
   const std::string stop = fmt::format("the search {} while expanding depth {}, complete to depth {}",
                                        stop_text(result.stop_reason), result.depth_completed + 1,
@@ -181,6 +229,11 @@ Json search_json(const SearchOptions& options, const SearchResult& result) {
   document["complete"] = result.complete;
   document["stopped_by"] = stop_name(result.stop_reason);
   document["depth_completed"] = result.depth_completed;
+  const ResourceBounds& bounds = options.alphabet.bounds;
+  document["bounds"] = {{"open_blocks", bounds.open_blocks}, {"live_nodes", bounds.live_nodes}};
+  document["until_fixpoint"] = options.until_fixpoint;
+  // The fixpoint's depth (the longest shortest path to a state), or null: none was reached.
+  document["fixpoint_depth"] = result.fixpoint ? Json(result.depth_completed - 1) : Json(nullptr);
   Json layers = Json::array();
   for (const LayerStats& l : result.layers) {
     layers.push_back(

@@ -1,14 +1,19 @@
 // The states of one layer that a rank owns, as the search keeps them between layers: each its
-// discovery key and its path (search_path.hpp), 24 bytes, in key order (the order in which the
-// rank stored them). The states themselves are rebuilt from their paths when expanded.
+// discovery key and its path (search_path.hpp), in key order (the order in which the rank
+// stored them). The states themselves are rebuilt from their paths when expanded.
 //
-// Entries live in fixed-size chunks: growing never copies the layer nor holds twice its size,
-// as a doubling vector would (the next layer is built while the search is closest to its
-// memory budget).
+// A slot is 24 bytes: the key and a path of up to 16 codes, which is every path of a
+// depth-bounded search. A longer one (a search to the fixpoint) is kept whole in a second store
+// and its slot names it there, so long paths cost their bytes only where they occur.
+//
+// Slots and long paths live in fixed-size chunks: growing never copies the layer nor holds
+// twice its size, as a doubling vector would (the next layer is built while the search is
+// closest to its memory budget).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -20,36 +25,55 @@ struct FrontierEntry {
   std::uint64_t key = 0;
   SearchPath path;
 };
-static_assert(sizeof(FrontierEntry) == 24);
 
 class Frontier {
  public:
-  static constexpr std::size_t kChunk = std::size_t{1} << 12;  // 96 KiB a chunk
+  static constexpr std::size_t kChunk = std::size_t{1} << 12;  // slots a chunk: 96 KiB
+  static constexpr int kInlineCodes = 16;
+  static constexpr std::size_t kSlotChunkBytes = kChunk * 24;                    // a chunk of slots
+  static constexpr std::size_t kLongPathChunkBytes = kChunk * sizeof(SearchPath);  // a chunk of long paths
 
-  void push_back(const FrontierEntry& entry) {
-    if (size_ == chunks_.size() * kChunk) chunks_.emplace_back(new FrontierEntry[kChunk]);
-    chunks_[size_ / kChunk][size_ % kChunk] = entry;
-    ++size_;
-  }
-  const FrontierEntry& operator[](std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+  void push_back(const FrontierEntry& entry);
+  FrontierEntry operator[](std::size_t i) const;
+  std::uint64_t key(std::size_t i) const { return slot(i).key; }
+  void set_key(std::size_t i, std::uint64_t key) { chunks_[i / kChunk][i % kChunk].key = key; }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   // Keeps the first `n` entries.
   void truncate(std::size_t n);
   void clear() {
     chunks_.clear();
+    long_paths_.clear();
     size_ = 0;
+    long_size_ = 0;
   }
-  std::size_t bytes() const { return chunks_.size() * chunk_bytes(); }
-  // Whether one more entry needs a new chunk, and what a chunk costs.
-  bool full() const { return size_ == chunks_.size() * kChunk; }
-  static constexpr std::size_t chunk_bytes() { return kChunk * sizeof(FrontierEntry); }
+  std::size_t bytes() const { return chunks_.size() * kSlotChunkBytes + long_paths_.size() * kLongPathChunkBytes; }
+  // The bytes storing one more entry with `path` adds: none, or a new chunk of slots, and of
+  // long paths for a path past kInlineCodes.
+  std::size_t growth_for(const SearchPath& path) const {
+    std::size_t bytes = size_ == chunks_.size() * kChunk ? kSlotChunkBytes : 0;
+    if (path.size() > kInlineCodes && long_size_ == long_paths_.size() * kChunk) bytes += kLongPathChunkBytes;
+    return bytes;
+  }
   // The index of the first entry whose key is not less than `key` (entries are in key order).
   std::size_t lower_bound(std::uint64_t key) const;
 
  private:
-  std::vector<std::unique_ptr<FrontierEntry[]>> chunks_;
+  // The key and the path's codes, padded with kNoStatementCode; or, for a longer path,
+  // kLongPath and where the path lies among long_paths_.
+  struct Slot {
+    std::uint64_t key;
+    std::uint8_t codes[kInlineCodes];
+  };
+  static_assert(sizeof(Slot) * kChunk == kSlotChunkBytes);
+  static constexpr std::uint8_t kLongPath = 0x3E;  // no statement, and not kNoStatementCode
+
+  const Slot& slot(std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+
+  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  std::vector<std::unique_ptr<SearchPath[]>> long_paths_;
   std::size_t size_ = 0;
+  std::size_t long_size_ = 0;
 };
 
 }  // namespace fp8sm::explorer

@@ -15,7 +15,7 @@ namespace fp8sm::explorer {
 
 namespace {
 
-// A message holds at most this many states (24 bytes each: well below the 2 GiB an MPI message
+// A message holds at most this many states (56 bytes each: well below the 2 GiB an MPI message
 // can count); a shorter one, possibly empty, ends a rank's list.
 constexpr std::size_t kProgramsPerMessage = std::size_t{1} << 16;
 constexpr std::size_t kEntryBytes = sizeof(std::uint64_t) + kMaxPathCodes;

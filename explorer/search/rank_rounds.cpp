@@ -88,9 +88,9 @@ void RankSearch::expand_round(std::size_t begin, std::size_t end, int depth, std
       }
       SuccessorPacker packer(out, options_.coverage);
       expansion_->expand(state_.frontier, begin, end, [&](std::size_t index, const Links& links) {
-        const FrontierEntry& parent = state_.frontier[index];
+        const FrontierEntry parent = state_.frontier[index];
         packer.begin_parent(parent);
-        for_each_record(parent.key, parent.path, depth, links, options_.coverage, [&](const SuccessorRecord& record) {
+        for_each_record(parent.key, parent.path, key_depth(depth), links, options_.coverage, [&](const SuccessorRecord& record) {
           packer.add(owner_of(record.fingerprint, ranks_.size()), record);
         });
         packer.end_parent();
@@ -125,7 +125,7 @@ void RankSearch::drain(std::deque<Bytes>& own) {
 std::vector<std::uint64_t> RankSearch::round_thresholds() {
   Bytes samples;
   for (std::size_t i = kRoundParents - 1; i < state_.frontier.size(); i += kRoundParents) {
-    const std::uint64_t key = state_.frontier[i].key;
+    const std::uint64_t key = state_.frontier.key(i);
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(&key);
     samples.insert(samples.end(), bytes, bytes + sizeof key);
   }
@@ -156,7 +156,7 @@ void RankSearch::merge_round(const std::vector<Bytes>& in, int depth) {
   const int length = depth + 1;
   const bool budget = options_.max_memory != 0 || options_.max_states != 0;
   std::vector<SuccessorGroups> streams;
-  for (const Bytes& message : in) streams.emplace_back(message, 1, depth, options_.coverage, close_);
+  for (const Bytes& message : in) streams.emplace_back(message, 1, key_depth(depth), options_.coverage, close_);
   group_order(streams);
   records_.clear();
   for (const GroupAt& group : order_) {
@@ -170,7 +170,7 @@ void RankSearch::merge_round(const std::vector<Bytes>& in, int depth) {
   for (; stored < records_.size(); ++stored) {
     if (stored + kAhead < records_.size()) state_.seen.prefetch(records_[stored + kAhead].fingerprint);
     const SuccessorRecord& record = records_[stored];
-    if (options_.max_memory != 0 && !state_.seen.contains(record.fingerprint) && over_memory_budget(length)) break;
+    if (options_.max_memory != 0 && !state_.seen.contains(record.fingerprint) && over_memory_budget(record, length)) break;
     is_new_[stored] = state_.seen.insert(record.fingerprint) ? 1 : 0;
     if (is_new_[stored] != 0) remember(record, length);
     if (!budget) commit(record, is_new_[stored] != 0, StopReason::None, length);

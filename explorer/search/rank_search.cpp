@@ -58,8 +58,16 @@ SearchResult RankSearch::run() {
     if (stopped_ != StopReason::None) break;
     finish_layer(depth + 1);
     if (progress_) progress_(state_.layers.back(), seconds_since(start));
+    // A layer that adds no state: every successor of the states stored was stored already, so
+    // no later layer adds one either. The states stored are all the model can reach.
+    if (options_.until_fixpoint && state_.layers.back().frontier == 0) {
+      result_.fixpoint = true;
+      break;
+    }
     if (!options_.snapshot_dir.empty() && depth + 1 < options_.depth) save_snapshot();
   }
+  // Layers to the last and no fixpoint: what was explored proves nothing about longer programs.
+  if (options_.until_fixpoint && !result_.fixpoint && stopped_ == StopReason::None) stopped_ = StopReason::NoFixpoint;
   return finish(start);
 }
 
@@ -90,6 +98,47 @@ void RankSearch::finish_layer(int depth) {
   std::swap(state_.frontier, next_);
   next_.clear();
   list_programs(depth);
+  if (options_.until_fixpoint) rekey_frontier();
+}
+
+// Keys hold one byte a layer, so they run out past kMaxKeyLayers layers; a search to the
+// fixpoint has no last layer. So its keys are renumbered after every layer: each state's key
+// becomes its rank among all ranks' states of the layer, shifted up a byte, and its children's
+// keys put their link in that byte (key_depth). Ranks keep the keys' order, and the order is all
+// the search reads of them: the same first discoveries, counts and counterexamples. Several
+// ranks need every key of the layer to rank their own (8 bytes a state of the layer, a while).
+void RankSearch::rekey_frontier() {
+  Frontier& frontier = state_.frontier;
+  if (alone()) {
+    for (std::size_t i = 0; i < frontier.size(); ++i) frontier.set_key(i, static_cast<std::uint64_t>(i) << 8);
+    return;
+  }
+  Bytes mine(frontier.size() * sizeof(std::uint64_t));
+  for (std::size_t i = 0; i < frontier.size(); ++i) {
+    const std::uint64_t key = frontier.key(i);
+    std::memcpy(mine.data() + i * sizeof(std::uint64_t), &key, sizeof key);
+  }
+  const std::vector<Bytes> all = ranks_.all_gather(mine);
+  mine = Bytes();
+  // Each rank's keys ascend, and so do this rank's: one pass over each rank's keys finds how
+  // many lie below each of this rank's.
+  std::vector<std::size_t> below(all.size(), 0);
+  for (std::size_t i = 0; i < frontier.size(); ++i) {
+    const std::uint64_t key = frontier.key(i);
+    std::uint64_t rank = 0;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      const std::size_t n = all[r].size() / sizeof(std::uint64_t);
+      for (;;) {
+        if (below[r] == n) break;
+        std::uint64_t theirs;
+        std::memcpy(&theirs, all[r].data() + below[r] * sizeof(std::uint64_t), sizeof theirs);
+        if (theirs >= key) break;
+        ++below[r];
+      }
+      rank += below[r];
+    }
+    frontier.set_key(i, rank << 8);
+  }
 }
 
 void RankSearch::expand_layer(int depth) {
@@ -120,8 +169,8 @@ void RankSearch::expand_alone(int depth) {
     const std::size_t n = links.links.size();
     for (std::size_t i = 0; i < std::min(kAhead, n); ++i) state_.seen.prefetch(links.links[i].fingerprint);
     std::size_t i = 0;
-    const FrontierEntry& parent = state_.frontier[index];
-    for_each_record(parent.key, parent.path, depth, links, options_.coverage, [&](const SuccessorRecord& record) {
+    const FrontierEntry parent = state_.frontier[index];
+    for_each_record(parent.key, parent.path, key_depth(depth), links, options_.coverage, [&](const SuccessorRecord& record) {
       if (i + kAhead < n) state_.seen.prefetch(links.links[i + kAhead].fingerprint);
       ++i;
       if (stopped_ == StopReason::None) merge_alone(record, length);
@@ -132,7 +181,7 @@ void RankSearch::expand_alone(int depth) {
 
 void RankSearch::merge_alone(const SuccessorRecord& record, int length) {
   count_transition(record, length);
-  if (options_.max_memory != 0 && !state_.seen.contains(record.fingerprint) && over_memory_budget(length)) {
+  if (options_.max_memory != 0 && !state_.seen.contains(record.fingerprint) && over_memory_budget(record, length)) {
     stopped_ = StopReason::MaxMemory;
     return;
   }
@@ -243,17 +292,18 @@ void RankSearch::reserve_for_next_layer() {
 
 // Whether storing one more state of layer `length` would take this rank's tables (while the
 // seen-set grows, old and new copy together) and frontiers past its share of --max-memory.
-bool RankSearch::over_memory_budget(int length) const {
+bool RankSearch::over_memory_budget(const SuccessorRecord& record, int length) const {
   std::size_t needed = stored_bytes();
   if (state_.seen.full()) needed += state_.seen.bytes_after_growth();
-  if (length < options_.depth && next_.full()) needed += Frontier::chunk_bytes();
+  if (length < options_.depth) needed += next_.growth_for(record.path);
   return needed > memory_share_;
 }
 
 SearchResult RankSearch::finish(std::chrono::steady_clock::time_point start) {
-  // A stopped layer's counts are part of the totals, not of the layer table.
-  std::uint64_t partial[2] = {stopped_ == StopReason::None ? 0 : layer_new_,
-                              stopped_ == StopReason::None ? 0 : layer_transitions_};
+  // A layer stopped midway counts in the totals, not in the layer table (NoFixpoint stops after
+  // a whole layer, already in both).
+  const bool midway = stopped_ != StopReason::None && stopped_ != StopReason::NoFixpoint;
+  std::uint64_t partial[2] = {midway ? layer_new_ : 0, midway ? layer_transitions_ : 0};
   ranks_.all_reduce(partial, 2, Ranks::Reduce::Sum);
   result_.layers = state_.layers;
   result_.depth_completed = state_.depth_done;

@@ -75,6 +75,11 @@ class RankSearch {
   // Layer `depth` is complete: its counts summed over the ranks, its states the frontier.
   void finish_layer(int depth);
 
+  // A search to the fixpoint: the frontier's keys renumbered, in the same order, so that keys
+  // never run out of layers; and the depth its children's keys are made at.
+  void rekey_frontier();
+  int key_depth(int depth) const { return options_.until_fixpoint ? kMaxKeyLayers - 1 : depth; }
+
   // ---- --programs (rank_programs.cpp) -------------------------------------------------------
 
   // EngineOptions::programs: the layer's top-level states (programs_), every rank's, handed to
@@ -178,9 +183,9 @@ class RankSearch {
 
   std::size_t stored_bytes() const { return state_.stored_bytes() + next_.bytes(); }
 
-  // Whether storing one more state of layer `length` would take this rank's tables (while the
-  // seen-set grows, old and new copy together) and frontiers past its share of --max-memory.
-  bool over_memory_budget(int length) const;
+  // Whether storing `record`'s state, of layer `length`, would take this rank's tables (while
+  // the seen-set grows, old and new copy together) and frontiers past its share of --max-memory.
+  bool over_memory_budget(const SuccessorRecord& record, int length) const;
 
   // ---- snapshots ------------------------------------------------------------------------------
 

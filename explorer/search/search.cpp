@@ -14,7 +14,20 @@ namespace fp8sm::explorer {
 namespace {
 
 void check_search_options(const SearchOptions& options) {
-  if (options.depth > kMaxSearchDepth) {
+  if (options.until_fixpoint) {
+    // Without bounds, programs hold ever more blocks or nodes: no fixpoint, and the flat
+    // state's lists would overflow first.
+    if (options.alphabet.bounds.open_blocks == 0 || options.alphabet.bounds.live_nodes == 0) {
+      throw std::invalid_argument(
+          "a search to the fixpoint needs bounds on the open blocks and the live nodes (docs/explorer.md "
+          "\"Fixpoint\")");
+    }
+    if (options.depth > kMaxFixpointDepth) {
+      throw std::invalid_argument(fmt::format(
+          "a search to the fixpoint gives up past at most {} layers (its paths' capacity), not {}", kMaxFixpointDepth,
+          options.depth));
+    }
+  } else if (options.depth > kMaxSearchDepth) {
     throw std::invalid_argument(fmt::format(
         "the search's flat states hold programs of up to {} statements (docs/explorer.md \"Capacities\"), not {}",
         kMaxSearchDepth, options.depth));
@@ -31,6 +44,9 @@ void check_engine_options(const EngineOptions& options) {
   }
   if (options.programs && (options.max_states != 0 || options.max_memory != 0 || !options.snapshot_dir.empty())) {
     throw std::invalid_argument("listing the programs of a search needs the whole search: no budget, no snapshot");
+  }
+  if (options.until_fixpoint && !options.snapshot_dir.empty()) {
+    throw std::invalid_argument("a search to the fixpoint takes no snapshot (its keys are renumbered every layer)");
   }
 }
 

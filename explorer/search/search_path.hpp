@@ -3,8 +3,9 @@
 //
 // A path is all a rank needs to rebuild a state (replaying it from the root) and to print a
 // counterexample; it travels with every successor to the rank that owns it, so no rank ever asks
-// another for a parent. Programs of the search have at most kMaxSearchDepth statements and as
-// many closing braces, so a path is at most 16 one-byte codes (statement_code.hpp).
+// another for a parent. Programs of a depth-bounded search have at most kMaxSearchDepth (8)
+// statements and as many closing braces, and those of a search to the fixpoint at most
+// kMaxFixpointDepth (24) and as many: a path is at most 48 one-byte codes (statement_code.hpp).
 //
 // The discovery key orders the states of one layer as the one-process search numbers them:
 // byte j (from the most significant) is the index of the link that led from the state's
@@ -24,7 +25,7 @@
 
 namespace fp8sm::explorer {
 
-inline constexpr int kMaxPathCodes = 16;
+inline constexpr int kMaxPathCodes = 48;
 
 class SearchPath {
  public:

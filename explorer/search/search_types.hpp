@@ -45,9 +45,14 @@ struct EngineOptions {
   // engine refuses it with a budget or a snapshot: a list cut short by one, or resumed after
   // layers it did not list, would look complete.
   std::function<void(int depth, const SearchPath& path)> programs;
+  // Search until a layer adds no state (a fixpoint: SearchResult::fixpoint), `depth` layers at
+  // most. The model must then have finitely many states (its bounds, search_model.hpp).
+  bool until_fixpoint = false;
 };
 
-enum class StopReason { None, MaxStates, MaxMemory, Interrupted };
+// NoFixpoint: a search to the fixpoint (EngineOptions::until_fixpoint) explored its `depth`
+// layers and the last still added states.
+enum class StopReason { None, MaxStates, MaxMemory, Interrupted, NoFixpoint };
 
 struct Counterexample {
   spec::Invariant invariant = spec::Invariant::I1;
@@ -75,9 +80,13 @@ struct SearchResult {
   std::vector<LayerStats> layers;
   std::uint64_t distinct = 0;
   std::uint64_t transitions = 0;
-  bool complete = true;  // false: stopped by max_states, max_memory or an interrupt
+  bool complete = true;  // false: stopped by max_states, max_memory, an interrupt, or no fixpoint by `depth`
   StopReason stop_reason = StopReason::None;
   int depth_completed = 0;
+  // EngineOptions::until_fixpoint: the last layer added no state, so the states stored are every
+  // state the model reaches, and the layer before it (depth_completed - 1) is the longest
+  // shortest path to one of them.
+  bool fixpoint = false;
   double seconds = 0;
   std::uint64_t peak_memory_bytes = 0;
   std::uint64_t stored_bytes = 0;  // fingerprint tables and tree, beyond the frontier

@@ -7,6 +7,9 @@
 // state, `+1` (code 1) and `+2` (code 2) add to x; from a state with no block open, `open`
 // (code 3) opens one, which the engine closes at once with the close (code 4), adding 10 to x.
 // I1 is violated by a step that reaches x = 5; I2 by ending the program at x = 4.
+//
+// Two finite walks, for the search to the fixpoint: on a circle (x modulo some n), and on the
+// line within a bound (a step past it is out of bounds: not taken).
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -46,9 +49,17 @@ InvariantSet only(Invariant i) {
   return set;
 }
 
+// Which walk: with blocks or not; on a circle of `circle` points (0: the line); steps past
+// `bound` out of bounds (0: none).
+struct WalkShape {
+  bool blocks = false;
+  int circle = 0;
+  int bound = 0;
+};
+
 class WalkCursor : public ModelCursor {
  public:
-  explicit WalkCursor(bool blocks) : blocks_(blocks) {}
+  explicit WalkCursor(const WalkShape& shape) : blocks_(shape.blocks), circle_(shape.circle), bound_(shape.bound) {}
 
   ModelStep initial() override { return settled(Walk{}); }
 
@@ -64,6 +75,7 @@ class WalkCursor : public ModelCursor {
     const bool violated = apply(child_, code, rows);
     ModelStep step = settled(child_);
     if (violated) step.violations = only(Invariant::I1);
+    step.out_of_bounds = bound_ != 0 && child_.x > bound_;
     return step;
   }
 
@@ -80,7 +92,7 @@ class WalkCursor : public ModelCursor {
 
  private:
   // Returns whether the step violated I1.
-  static bool apply(Walk& walk, StatementCode code, std::vector<std::uint16_t>* rows) {
+  bool apply(Walk& walk, StatementCode code, std::vector<std::uint16_t>* rows) const {
     std::uint16_t row = kPlusRow;
     switch (code) {
       case kPlusOne: walk.x += 1; break;
@@ -89,6 +101,7 @@ class WalkCursor : public ModelCursor {
       case kClose: walk.open = false, walk.x += 10, row = kCloseRow; break;
       default: ADD_FAILURE() << "the engine ran code " << int(code);
     }
+    if (circle_ != 0) walk.x %= circle_;
     if (rows != nullptr) rows->push_back(row);
     return code != kOpen && walk.x == 5;
   }
@@ -106,14 +119,17 @@ class WalkCursor : public ModelCursor {
   }
 
   bool blocks_;
+  int circle_;
+  int bound_;
   Walk parent_;
   Walk child_;
 };
 
 class WalkModel : public SearchModel {
  public:
-  explicit WalkModel(bool blocks = false) : blocks_(blocks) {}
-  std::unique_ptr<ModelCursor> cursor() const override { return std::make_unique<WalkCursor>(blocks_); }
+  explicit WalkModel(bool blocks = false) : shape_{blocks, 0, 0} {}
+  explicit WalkModel(const WalkShape& shape) : shape_(shape) {}
+  std::unique_ptr<ModelCursor> cursor() const override { return std::make_unique<WalkCursor>(shape_); }
   StatementCode close_code() const override { return kClose; }
   InvariantSet checked() const override {
     InvariantSet set = only(Invariant::I1);
@@ -131,11 +147,17 @@ class WalkModel : public SearchModel {
     }
     return program;
   }
-  std::uint64_t identity() const override { return blocks_ ? 2 : 1; }
-  std::string settings() const override { return blocks_ ? "walk=blocks" : "walk=line"; }
+  std::uint64_t identity() const override {
+    return (shape_.blocks ? 2 : 1) + 4 * static_cast<std::uint64_t>(shape_.circle) +
+           4096 * static_cast<std::uint64_t>(shape_.bound);
+  }
+  std::string settings() const override {
+    return std::string(shape_.blocks ? "walk=blocks" : "walk=line") + " circle=" + std::to_string(shape_.circle) +
+           " bound=" + std::to_string(shape_.bound);
+  }
 
  private:
-  bool blocks_;
+  WalkShape shape_;
 };
 
 SearchResult in_one_process(const EngineOptions& options, const SearchModel& model) {
@@ -280,6 +302,92 @@ TEST(EngineOnAToyModel, ResumesFromItsSnapshot) {
   EXPECT_EQ(resumed.resumed_from_layer, 3);
   EXPECT_EQ(summary(resumed), expected);
   EXPECT_THROW(fp8sm::explorer::run_engine(options, WalkModel(true), alone), fp8sm::explorer::SnapshotError);
+}
+
+// A search to the fixpoint on the circle of 7 points: layer 1 adds 1 and 2, layer 2 adds 3 and
+// 4, layer 3 adds 5 and 6, and layer 4 reaches only 6 + 1 = 0, 5 + 2 = 0, 6 + 2 = 1 and 5 + 1
+// = 6, all seen: the fixpoint, at depth 3 (the farthest point is 3 statements away), with 7
+// states. Every layer but the first is reached by 4 transitions.
+TEST(EngineOnAToyModel, StopsAtTheFirstLayerThatAddsNoState) {
+  EngineOptions options = to_depth(10);
+  options.until_fixpoint = true;
+  const SearchResult r = in_one_process(options, WalkModel(WalkShape{false, 7, 0}));
+  EXPECT_TRUE(r.fixpoint);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.stop_reason, fp8sm::explorer::StopReason::None);
+  ASSERT_EQ(r.layers.size(), 5u);
+  EXPECT_EQ(r.layers[4].frontier, 0u);
+  EXPECT_EQ(r.depth_completed, 4);  // the layer that added nothing; the fixpoint's depth is 3
+  EXPECT_EQ(r.distinct, 7u);
+  EXPECT_EQ(r.transitions, 2u + 4u * 3);
+}
+
+// The same search without a fixpoint by its last layer (the line is infinite) stops as
+// incomplete, by NoFixpoint; a depth-bounded search never claims a fixpoint, even where there
+// is one.
+TEST(EngineOnAToyModel, SaysWhenThereIsNoFixpointByTheLastLayer) {
+  EngineOptions options = to_depth(6);
+  options.until_fixpoint = true;
+  const SearchResult line = in_one_process(options, WalkModel());
+  EXPECT_FALSE(line.fixpoint);
+  EXPECT_FALSE(line.complete);
+  EXPECT_EQ(line.stop_reason, fp8sm::explorer::StopReason::NoFixpoint);
+  EXPECT_EQ(line.depth_completed, 6);
+  EXPECT_EQ(line.distinct, 13u);
+  const SearchResult bounded = in_one_process(to_depth(6), WalkModel(WalkShape{false, 7, 0}));
+  EXPECT_FALSE(bounded.fixpoint);
+  EXPECT_TRUE(bounded.complete);
+}
+
+// Steps out of bounds are not taken. On the line within x <= 4: layer 1 adds 1 and 2 (2
+// transitions), layer 2 adds 3 and 4 (1 + 1 = 2 seen; 4 transitions), layer 3 reaches only
+// 3 + 1 = 4, seen (1 transition): 3 + 2, 4 + 1 and 4 + 2 are past the bound. So the fixpoint is
+// at depth 2, with 5 states and 7 transitions. x = 5 is never reached, so I1 holds; ending at
+// 4 = 2 + 2 still violates I2.
+TEST(EngineOnAToyModel, TakesNoStepOutOfBounds) {
+  EngineOptions options = to_depth(10);
+  options.until_fixpoint = true;
+  const SearchResult r = in_one_process(options, WalkModel(WalkShape{false, 0, 4}));
+  EXPECT_TRUE(r.fixpoint);
+  EXPECT_EQ(r.depth_completed, 3);
+  EXPECT_EQ(r.distinct, 5u);
+  EXPECT_EQ(r.transitions, 7u);
+  EXPECT_EQ(r.violating_states.count(Invariant::I1), 0u);
+  ASSERT_EQ(r.counterexamples.size(), 1u);
+  EXPECT_EQ(r.counterexamples[0].invariant, Invariant::I2);
+  EXPECT_EQ(codes_of(r.counterexamples[0].program), (std::vector<StatementCode>{kPlusTwo, kPlusTwo}));
+}
+
+// Past the 8 layers a discovery key holds and the 16 codes a frontier slot holds inline: on a
+// circle of 40 points, layer d adds 2d - 1 and 2d, and layer 20 only 39 (40 is 0): the
+// fixpoint at depth 20, with 40 states, the same on threads and on ranks, whose keys are
+// renumbered after every layer. I1 (x = 5) is first reached by 1 2 2, I2 by ending at 2 + 2.
+TEST(EngineOnAToyModel, ReachesAFixpointDeeperThanAKeyOrASlotHolds) {
+  EngineOptions options = to_depth(24);
+  options.until_fixpoint = true;
+  const WalkModel model(WalkShape{false, 40, 0});
+  const SearchResult r = in_one_process(options, model);
+  EXPECT_TRUE(r.fixpoint);
+  EXPECT_EQ(r.depth_completed, 21);
+  EXPECT_EQ(r.distinct, 40u);
+  for (int d = 1; d < 20; ++d) EXPECT_EQ(r.layers[d].frontier, 2u) << d;
+  EXPECT_EQ(r.layers[20].frontier, 1u);
+  ASSERT_EQ(r.counterexamples.size(), 2u);
+  EXPECT_EQ(codes_of(r.counterexamples[0].program), (std::vector<StatementCode>{kPlusOne, kPlusTwo, kPlusTwo}));
+  const std::string alone = summary(r);
+  options.threads = 2;
+  EXPECT_EQ(summary(in_one_process(options, model)), alone);
+  for (int ranks : {2, 3}) {
+    std::mutex mutex;
+    std::vector<std::string> results;
+    fp8sm::explorer::ThreadRanks::run(ranks, [&](fp8sm::explorer::Ranks& these) {
+      const std::string result = summary(fp8sm::explorer::run_engine(options, model, these));
+      std::lock_guard<std::mutex> lock(mutex);
+      results.push_back(result);
+    });
+    ASSERT_EQ(results.size(), static_cast<std::size_t>(ranks));
+    for (const std::string& result : results) EXPECT_EQ(result, alone) << ranks << " ranks";
+  }
 }
 
 }  // namespace

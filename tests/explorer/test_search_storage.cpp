@@ -105,7 +105,7 @@ TEST(StatementCode, NoStatementHasThePaddingCode) {
   for (const spec::Statement& s : every_statement()) EXPECT_NE(pack_statement(s), kNoStatementCode);
 }
 
-TEST(SearchPath, HoldsSixteenCodesAndRefusesMore) {
+TEST(SearchPath, HoldsItsCapacityOfCodesAndRefusesMore) {
   SearchPath path;
   EXPECT_TRUE(path.empty());
   std::vector<spec::Statement> expected;
@@ -153,7 +153,7 @@ TEST(Frontier, KeepsEntriesAcrossChunksAndFindsKeys) {
     frontier.push_back(entry);
   }
   ASSERT_EQ(frontier.size(), n);
-  EXPECT_EQ(frontier.bytes(), 4 * Frontier::chunk_bytes());
+  EXPECT_EQ(frontier.bytes(), 4 * Frontier::kSlotChunkBytes);
   for (std::size_t i = 0; i < n; i += 997) {
     EXPECT_EQ(frontier[i].key, 2 * i);
     EXPECT_EQ(frontier[i].path[0], i % 7);
@@ -164,7 +164,35 @@ TEST(Frontier, KeepsEntriesAcrossChunksAndFindsKeys) {
   EXPECT_EQ(frontier.lower_bound(~std::uint64_t{0}), n);
   frontier.truncate(Frontier::kChunk);
   EXPECT_EQ(frontier.size(), Frontier::kChunk);
-  EXPECT_EQ(frontier.bytes(), Frontier::chunk_bytes());
+  EXPECT_EQ(frontier.bytes(), Frontier::kSlotChunkBytes);
+}
+
+// Paths past the 16 codes a slot holds are kept whole beside the slots, in entry order: read
+// back whole, cut back with the entries, and counted in the bytes only where they occur.
+TEST(Frontier, KeepsLongPathsBesideTheSlots) {
+  Frontier frontier;
+  auto path_of = [](std::size_t i) {
+    SearchPath path;
+    const int length = i % 3 == 0 ? 17 + static_cast<int>(i % 31) : 1 + static_cast<int>(i % 16);
+    for (int c = 0; c < length; ++c) path.push(static_cast<std::uint8_t>((i + c) % 11));
+    return path;
+  };
+  EXPECT_EQ(frontier.growth_for(path_of(1)), Frontier::kSlotChunkBytes);
+  EXPECT_EQ(frontier.growth_for(path_of(0)), Frontier::kSlotChunkBytes + Frontier::kLongPathChunkBytes);
+  const std::size_t n = Frontier::kChunk + 5;
+  for (std::size_t i = 0; i < n; ++i) frontier.push_back(FrontierEntry{i, path_of(i)});
+  EXPECT_EQ(frontier.bytes(), 2 * Frontier::kSlotChunkBytes + Frontier::kLongPathChunkBytes);
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(frontier[i].path, path_of(i)) << i;
+    ASSERT_EQ(frontier.key(i), i);
+  }
+  frontier.truncate(10);
+  frontier.push_back(FrontierEntry{10, path_of(12)});
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(frontier[i].path, path_of(i)) << i;
+  EXPECT_EQ(frontier[10].path, path_of(12));
+  frontier.set_key(3, 99);
+  EXPECT_EQ(frontier[3].key, 99u);
+  EXPECT_EQ(frontier[3].path, path_of(3));
 }
 
 }  // namespace

@@ -1,0 +1,195 @@
+// The search to the fixpoint on the programs' model (explorer --until-fixpoint): its states
+// against a plain breadth-first search written here (no keys, no frontier slots, no ranks), its
+// first layers against a depth-bounded search with the same bounds, and the log forgetting that
+// lets programs of any length fit the flat state.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+#include "explorer/model/alphabet.hpp"
+#include "explorer/model/model_state.hpp"
+#include "explorer/model/resource_bounds.hpp"
+#include "explorer/search/search.hpp"
+#include "interpreter/interpreter.hpp"
+#include "spec/random_program.hpp"
+#include "spec/scenario_parser.hpp"
+
+namespace fp8sm::explorer {
+namespace {
+
+using spec::Invariant;
+using spec::Semantics;
+using spec::Statement;
+
+spec::InvariantSet only(Invariant i) {
+  spec::InvariantSet set;
+  set.add(i);
+  return set;
+}
+
+SearchOptions bounded(Semantics semantics, int open_blocks, int live_nodes) {
+  SearchOptions options;
+  options.semantics = semantics;
+  options.checks = only(Invariant::I1);
+  options.alphabet.modules = 1;
+  options.alphabet.bounds.open_blocks = open_blocks;
+  options.alphabet.bounds.live_nodes = live_nodes;
+  return options;
+}
+
+struct PlainSearch {
+  std::size_t states = 0;
+  int deepest = 0;  // the last layer that added a state
+};
+
+// Every state within the bounds, breadth first, by the rule the engine follows: a statement,
+// then closing braces until no block is open, each a state; a chain that leaves the bounds
+// anywhere is not taken.
+PlainSearch plain_search(const SearchOptions& options) {
+  ModelRunner runner(options.semantics, options.checks, options.canonical_ids);
+  auto root = std::make_unique<ModelState>();
+  auto parent = std::make_unique<ModelState>();
+  auto child = std::make_unique<ModelState>();
+  runner.initial(*root);
+  std::unordered_set<std::uint64_t> seen = {runner.fingerprint(*root)};
+  std::vector<std::vector<Statement>> layer = {{}};
+  std::vector<Statement> next;
+  PlainSearch result;
+  for (int depth = 1; !layer.empty(); ++depth) {
+    std::vector<std::vector<Statement>> added;
+    for (const std::vector<Statement>& path : layer) {
+      runner.copy(*parent, *root);
+      for (const Statement& s : path) runner.apply(*parent, s);
+      next_statements(parent->facts, options.alphabet, next);
+      for (const Statement& first : next) {
+        runner.copy(*child, *parent);
+        std::vector<std::pair<std::vector<Statement>, std::uint64_t>> chain;
+        std::vector<Statement> at = path;
+        bool within = true;
+        for (Statement via = first;; via = close_statement()) {
+          runner.apply(*child, via);
+          if (!within_bounds(*child, options.alphabet.bounds)) {
+            within = false;
+            break;
+          }
+          at.push_back(via);
+          chain.emplace_back(at, runner.fingerprint(*child));
+          if (child->facts.open.empty()) break;
+        }
+        if (!within) continue;
+        for (auto& [state_path, fingerprint] : chain) {
+          if (seen.insert(fingerprint).second) added.push_back(std::move(state_path));
+        }
+      }
+    }
+    if (!added.empty()) result.deepest = depth;
+    layer = std::move(added);
+  }
+  result.states = seen.size();
+  return result;
+}
+
+// The engine's fixpoint is the plain search's: the same states, the same deepest layer.
+TEST(FixpointSearch, ReachesTheStatesAPlainBreadthFirstSearchReaches) {
+  for (Semantics semantics : {Semantics::Fp8sm, Semantics::Pr3213}) {
+    SearchOptions options = bounded(semantics, 1, 1);
+    const PlainSearch plain = plain_search(options);
+    options.until_fixpoint = true;
+    options.depth = kMaxFixpointDepth;
+    const SearchResult result = search(options);
+    EXPECT_TRUE(result.fixpoint) << spec::name(semantics);
+    EXPECT_TRUE(result.complete);
+    EXPECT_EQ(result.distinct, plain.states) << spec::name(semantics);
+    EXPECT_EQ(result.depth_completed - 1, plain.deepest) << spec::name(semantics);
+    EXPECT_GT(plain.deepest, kMaxKeyLayers) << "the fixpoint lies past the layers a key holds";
+  }
+}
+
+// Renumbering the keys after every layer keeps their order: the first layers of a search to the
+// fixpoint are those of the depth-bounded search with the same bounds, and so are its
+// counterexamples (upstream violates I1 in two statements).
+TEST(FixpointSearch, ItsFirstLayersAreTheDepthBoundedSearchs) {
+  for (Semantics semantics : spec::kAllSemantics) {
+    SearchOptions options = bounded(semantics, 1, 2);
+    options.depth = 6;
+    const SearchResult depth_bounded = search(options);
+    options.until_fixpoint = true;
+    options.threads = 2;
+    const SearchResult to_fixpoint = search(options);  // gives up past 6 layers
+    EXPECT_EQ(to_fixpoint.stop_reason, to_fixpoint.fixpoint ? StopReason::None : StopReason::NoFixpoint);
+    ASSERT_EQ(to_fixpoint.layers.size(), depth_bounded.layers.size()) << spec::name(semantics);
+    for (std::size_t d = 0; d < depth_bounded.layers.size(); ++d) {
+      EXPECT_EQ(to_fixpoint.layers[d].frontier, depth_bounded.layers[d].frontier) << d;
+      EXPECT_EQ(to_fixpoint.layers[d].transitions, depth_bounded.layers[d].transitions) << d;
+    }
+    ASSERT_EQ(to_fixpoint.counterexamples.size(), depth_bounded.counterexamples.size());
+    for (std::size_t i = 0; i < depth_bounded.counterexamples.size(); ++i) {
+      EXPECT_EQ(spec::print_scenario(to_fixpoint.counterexamples[i].program),
+                spec::print_scenario(depth_bounded.counterexamples[i].program));
+    }
+  }
+}
+
+// Bounds refuse what they do not hold: no statement of a search within one open block opens a
+// second one, and none within one node holds two.
+TEST(FixpointSearch, TakesNoStatementPastABound) {
+  const SearchOptions options = bounded(Semantics::Fp8sm, 1, 1);
+  const SearchResult result = [&] {
+    SearchOptions o = options;
+    o.depth = 5;
+    o.programs = [&](int, const SearchPath& path) {
+      ModelRunner runner(o.semantics, o.checks, true);
+      auto state = std::make_unique<ModelState>();
+      runner.initial(*state);
+      for (const Statement& s : path.statements()) {
+        runner.apply(*state, s);
+        ASSERT_LE(state->facts.open.size(), 1u);
+        ASSERT_LE(live_nodes(*state), 1);
+        ASSERT_LE(longest_held_body(*state), 1);
+      }
+    };
+    return search(o);
+  }();
+  EXPECT_TRUE(result.complete);
+}
+
+// Forgetting the statements no body can replay changes nothing a program does: long random
+// programs give the same step results with the log kept whole and with it cut after every
+// statement, and the cut log stays short.
+TEST(FixpointSearch, ForgettingTheUnreadableLogChangesNoResult) {
+  spec::ProgramShape shape;
+  shape.modules = 2;
+  shape.tapes = 1;
+  for (Semantics semantics : spec::kAllSemantics) {
+    int shorter = 0;  // programs whose log the cuts kept shorter than the whole
+    for (std::uint64_t index = 0; index < 200; ++index) {
+      const spec::Program program = spec::random_program(7, index, 80, shape);
+      interpreter::Interpreter whole(semantics, nullptr);
+      interpreter::Interpreter cut(semantics, nullptr);
+      whole.keep_steps(true);
+      cut.keep_steps(true);
+      std::size_t longest_cut = 0;
+      for (const Statement& s : program.statements) {
+        whole.feed(s);
+        cut.feed(s);
+        cut.forget_unreadable_log();
+        longest_cut = std::max(longest_cut, cut.state().log.size());
+      }
+      whole.end_of_file();
+      cut.end_of_file();
+      ASSERT_EQ(whole.steps().size(), cut.steps().size()) << index;
+      for (std::size_t i = 0; i < whole.steps().size(); ++i) {
+        EXPECT_EQ(whole.steps()[i].forward_updates, cut.steps()[i].forward_updates) << index << " step " << i;
+        EXPECT_EQ(whole.steps()[i].backward_updates, cut.steps()[i].backward_updates) << index << " step " << i;
+        EXPECT_EQ(whole.steps()[i].raised, cut.steps()[i].raised) << index << " step " << i;
+      }
+      shorter += longest_cut < whole.state().log.size() ? 1 : 0;
+    }
+    EXPECT_GT(shorter, 100) << spec::name(semantics);
+  }
+}
+
+}  // namespace
+}  // namespace fp8sm::explorer
