@@ -372,7 +372,16 @@ struct MachineBytes {
   }
 };
 
-Out write_machine(const statemachine::MachineState<FlatStorage>& machine, Out out, PartMarks* marks) {
+// `forget_ownership`: Abstractions::unsound_forget_ownership, the test's unsound abstraction.
+Out write_machine(const statemachine::MachineState<FlatStorage>& machine, bool forget_ownership, Out out,
+                  PartMarks* marks) {
+  if (forget_ownership) {
+    statemachine::MachineState<FlatStorage> without = machine;
+    without.data.bit_at_autocast_entry = {};
+    without.data.ownership_frames.clear();
+    without.data.fifo.clear();
+    return write_machine(without, false, out, marks);
+  }
   MachineBytes bytes{out, marks};
   statemachine::for_each_field(machine, bytes);
   return bytes.out;
@@ -381,7 +390,8 @@ Out write_machine(const statemachine::MachineState<FlatStorage>& machine, Out ou
 // `step_numbers`: some observer carried reads the step's number (the numerics' amax tags and
 // stash ages); otherwise nothing in a run's future does (the interpreter hands it to observers,
 // and a step's end is seen as a change of it), so it is not part of the state.
-Out write_model(const Model& m, bool canonical_ids, bool step_results, bool step_numbers, Out out, PartMarks* marks) {
+Out write_model(const Model& m, bool canonical_ids, bool step_results, bool step_numbers, bool forget_ownership,
+                Out out, PartMarks* marks) {
   auto mark = [&](const char* name) {
     if (marks != nullptr) marks->at(name, out);
   };
@@ -389,7 +399,7 @@ Out write_model(const Model& m, bool canonical_ids, bool step_results, bool step
   // Raw generations start at 1: a tape never saved is below them without a shift.
   const bool unsaved_tape = std::any_of(d.tapes.begin(), d.tapes.end(), [](const Graph& g) { return g.generation == kNone; });
   const unsigned shift = canonical_ids && unsaved_tape ? 1u : 0u;
-  out = write_machine(m.machine, out, marks);
+  out = write_machine(m.machine, forget_ownership, out, marks);
   mark("interpreter.scopes");
   out.u8(m.scopes.size());
   for (std::size_t i = 0; i < m.scopes.size(); ++i) {
@@ -706,9 +716,11 @@ void canonicalize(RunState& run, const CheckedObservers& carried) {
 }
 
 void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids, bool step_results,
-                     ByteWriter& writer, PartMarks* marks) {
+                     const Abstractions& abstractions, ByteWriter& writer, PartMarks* marks) {
   Out out = writer.out();
-  out = write_model(run.model, canonical_ids, step_results, carried.numerics, out, marks);
+  const bool step_numbers = carried.numerics || !abstractions.unread_step_numbers;
+  out = write_model(run.model, canonical_ids, step_results, step_numbers, abstractions.unsound_forget_ownership, out,
+                    marks);
   out = write_observers(run.observers, carried, out, marks);
   writer.advance(out);
 }

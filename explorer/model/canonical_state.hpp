@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "explorer/model/abstractions.hpp"
 #include "explorer/model/invariant_checker.hpp"
 #include "explorer/model/model_state.hpp"
 
@@ -134,7 +135,7 @@ class PartMarks {
 // step's counts and escaped exceptions. `canonical_ids`: the run was canonicalized. `marks`
 // (may be null) learns where each part starts.
 void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids, bool step_results,
-                     ByteWriter& out, PartMarks* marks = nullptr);
+                     const Abstractions& abstractions, ByteWriter& out, PartMarks* marks = nullptr);
 // Appends the program facts the future depends on (the reference's divergence only for I8).
 void write_canonical(const ProgramFacts& facts, bool with_reference, ByteWriter& out);
 

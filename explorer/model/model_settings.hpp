@@ -4,6 +4,7 @@
 // searches); the engine's own settings are search/search_types.hpp's EngineOptions.
 #pragma once
 
+#include "explorer/model/abstractions.hpp"
 #include "explorer/model/alphabet.hpp"
 #include "spec/invariants.hpp"
 #include "spec/semantics.hpp"
@@ -18,6 +19,8 @@ struct ModelSettings {
   // Canonical ids: states that differ only in how capture, node and graph ids were numbered
   // (and in entries of ids nothing refers to any more) are one state. Off: the raw encoding.
   bool canonical_ids = true;
+  // Which other states are one: what no future statement reads (abstractions.hpp).
+  Abstractions abstractions;
 
   // The invariants judged: `checks`, or every one when it names none.
   spec::InvariantSet checked() const {

@@ -25,11 +25,13 @@ std::vector<std::string> carried_state(const spec::InvariantSet& checks) {
   return parts;
 }
 
-ModelRunner::ModelRunner(spec::Semantics semantics, const spec::InvariantSet& checks, bool canonical_ids)
+ModelRunner::ModelRunner(spec::Semantics semantics, const spec::InvariantSet& checks, bool canonical_ids,
+                         const Abstractions& abstractions)
     : semantics_(semantics),
       carried_(CheckedObservers::for_checks(checks)),
       with_reference_(checks.empty() || checks.contains(spec::Invariant::I8)),
       canonical_ids_(canonical_ids),
+      abstractions_(abstractions),
       program_(scratch_.program.model, &program_checker_),
       program_checker_(scratch_.program.observers, carried_),
       reference_(scratch_.reference.model, &reference_checker_),
@@ -150,8 +152,8 @@ std::uint64_t ModelRunner::fingerprint(const ModelState& state) const {
   thread_local ByteWriter bytes;  // reused: the fingerprint is on the hot path
   bytes.clear();
   write_canonical(state.facts, with_reference_, bytes);
-  write_canonical(state.program, carried_, canonical_ids_, with_reference_, bytes);
-  if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, bytes);
+  write_canonical(state.program, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
+  if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
   if (bytes.size() > ByteWriter::kStateBound) std::abort();  // cannot happen: the bound is the state's size, four times
   return XXH3_64bits(bytes.data(), bytes.size());
 }
@@ -166,7 +168,7 @@ std::vector<std::pair<std::string, std::string>> ModelRunner::canonical_parts(co
     ByteWriter bytes;
     bytes.clear();
     PartMarks marks(bytes.data());
-    write_canonical(run, carried_, canonical_ids_, with_reference_, bytes, &marks);
+    write_canonical(run, carried_, canonical_ids_, with_reference_, abstractions_, bytes, &marks);
     const auto& starts = marks.starts();
     for (std::size_t i = 0; i < starts.size(); ++i) {
       const std::size_t end = i + 1 < starts.size() ? starts[i + 1].second : bytes.size();
@@ -183,8 +185,8 @@ std::string ModelRunner::canonical_bytes(const ModelState& state) const {
   ByteWriter bytes;
   bytes.clear();
   write_canonical(state.facts, with_reference_, bytes);
-  write_canonical(state.program, carried_, canonical_ids_, with_reference_, bytes);
-  if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, bytes);
+  write_canonical(state.program, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
+  if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
   return std::string(bytes.data(), bytes.size());
 }
 

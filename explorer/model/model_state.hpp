@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "explorer/model/abstractions.hpp"
 #include "explorer/model/invariant_checker.hpp"
 #include "explorer/model/verdict.hpp"
 #include "interpreter/interpreter.hpp"
@@ -68,7 +69,9 @@ class ModelRunner {
  public:
   // `checks`: the invariants the search checks (empty: all). Verdicts of the others are not
   // computed (their observers do not run) and must be ignored.
-  ModelRunner(spec::Semantics semantics, const spec::InvariantSet& checks, bool canonical_ids);
+  // `abstractions`: which states are one beyond the canonical ids (abstractions.hpp).
+  ModelRunner(spec::Semantics semantics, const spec::InvariantSet& checks, bool canonical_ids,
+              const Abstractions& abstractions = {});
   ModelRunner(const ModelRunner&) = delete;
   ModelRunner& operator=(const ModelRunner&) = delete;
 
@@ -108,6 +111,7 @@ class ModelRunner {
   CheckedObservers carried_;
   bool with_reference_;
   bool canonical_ids_;
+  Abstractions abstractions_;
   ModelState scratch_;  // what the engines are bound to before the first state
   const ModelState* bound_ = nullptr;  // the state the engines work on
   Verdict verdict_;     // the program's, per statement

@@ -23,7 +23,7 @@ class ProgramCursor : public ModelCursor {
  public:
   explicit ProgramCursor(const ModelSettings& settings)
       : settings_(settings),
-        runner_(settings.semantics, settings.checks, settings.canonical_ids),
+        runner_(settings.semantics, settings.checks, settings.canonical_ids, settings.abstractions),
         root_(std::make_unique<ModelState>()),
         parent_(std::make_unique<ModelState>()),
         child_(std::make_unique<ModelState>()),
@@ -178,6 +178,9 @@ std::string ProgramModel::settings() const {
   // Bounds appear only when set, so that the settings of a search without them read as before.
   if (bounds.open_blocks != 0) text += fmt::format(" max-open-blocks={}", bounds.open_blocks);
   if (bounds.live_nodes != 0) text += fmt::format(" max-live-nodes={}", bounds.live_nodes);
+  const Abstractions& abstractions = settings_.abstractions;
+  if (!abstractions.unread_step_numbers) text += " unread-step-numbers=kept";
+  if (abstractions.unsound_forget_ownership) text += " ownership=forgotten";
   return text;
 }
 

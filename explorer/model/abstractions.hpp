@@ -1,0 +1,29 @@
+// The abstractions that make the states of a bounded search finite, so that a search to the
+// fixpoint ends (docs/explorer.md "Fixpoint", where each one's soundness is argued). Each
+// merges states that no future statement tells apart, and so changes counts, never a verdict
+// or a shortest counterexample; tests/explorer/test_abstractions.cpp checks that at depth 6
+// for the three semantics, and that it would see an unsound one.
+//
+// Not listed, since it merges no state: the log forgets the statements no body can replay
+// (interpreter.hpp, forget_unreadable_log), which the canonical bytes never held.
+#pragma once
+
+namespace fp8sm::explorer {
+
+struct Abstractions {
+  // The interpreter's step number is part of a state only when an observer that reads it is
+  // carried (the numerics: I4 I5 I8 I9); nothing else in a run's future reads it.
+  bool unread_step_numbers = true;
+
+  // Deliberately unsound, for the test that must catch an unsound abstraction only: the
+  // machine's ownership (the bit saved at autocast entry, the ownership frames, upstream's FIFO
+  // of captured bits), which decides who makes the forward update, is left out of a state.
+  bool unsound_forget_ownership = false;
+
+  bool operator==(const Abstractions& o) const {
+    return unread_step_numbers == o.unread_step_numbers && unsound_forget_ownership == o.unsound_forget_ownership;
+  }
+  bool operator!=(const Abstractions& o) const { return !(*this == o); }
+};
+
+}  // namespace fp8sm::explorer
