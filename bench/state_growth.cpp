@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   std::string checks_text;
   std::string show;
   app.add_option("--show", show, "print the programs that give PART a new value in the last layer (a few)");
-  app.add_option("--depth", depth, "layers")->check(CLI::Range(1, 16));
+  app.add_option("--depth", depth, "layers")->check(CLI::Range(1, 24));
   app.add_option("--max-open-blocks", open_blocks)->check(CLI::Range(1, 8));
   app.add_option("--max-live-nodes", live_nodes)->check(CLI::Range(1, 16));
   app.add_option("--modules", modules)->check(CLI::Range(1, 8));
@@ -115,7 +115,15 @@ int main(int argc, char** argv) {
         std::vector<std::pair<std::vector<Statement>, std::uint64_t>> links;
         bool within = true;
         for (Statement via = first;;) {
-          runner.apply(*child, via);
+          try {
+            runner.apply(*child, via);
+          } catch (const fp8sm::statemachine::CapacityError& e) {
+            std::vector<Statement> at = path;
+            at.insert(at.end(), chain.begin(), chain.end());
+            fmt::print(stderr, "state_growth: {} after\n{}\n", e.what(),
+                       fp8sm::spec::print_scenario_one_line(fp8sm::explorer::program_of(at, alphabet)));
+            return 1;
+          }
           if (!fp8sm::explorer::within_bounds(*child, alphabet.bounds)) {
             within = false;
             break;

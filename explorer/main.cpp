@@ -390,6 +390,8 @@ explorer::SearchOptions search_options(const CommandLine& line) {
   explorer::SearchOptions options;
   options.until_fixpoint = line.until_fixpoint;
   if (line.until_fixpoint) {
+    // What makes the bounded states finite (docs/explorer.md "Fixpoint").
+    options.abstractions = explorer::Abstractions::sound();
     // The depth is where a search that finds no fixpoint gives up.
     options.depth = explorer::kMaxFixpointDepth;
     if (line.depth) {

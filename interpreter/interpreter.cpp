@@ -88,29 +88,42 @@ void BasicInterpreter<S>::feed(const Statement& s) {
 template <class S>
 void BasicInterpreter<S>::forget_unreadable_log() {
   State& st = *state_;
-  std::size_t first_read = st.log.size();
+  const std::size_t n = st.log.size();
+  // The statements some body holds: a reentrant record's, a closed non-reentrant frame's (a
+  // frame's body is set when its forward ends; until then its open scope names it), an open
+  // checkpoint's so far.
+  std::vector<bool> read(n, false);
+  auto hold = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t at = begin; at < end && at < n; ++at) read[at] = true;
+  };
   for (const Scope& scope : st.scopes) {
-    if (spec::is_checkpoint(scope.op)) first_read = std::min<std::size_t>(first_read, scope.body_begin);
+    if (spec::is_checkpoint(scope.op)) hold(scope.body_begin, n);
   }
-  for (const auto& record : st.driver.records) first_read = std::min<std::size_t>(first_read, record.body.begin);
-  // A frame's body is set when its forward ends (closed); until then its open scope names it.
+  for (const auto& record : st.driver.records) hold(record.body.begin, record.body.end);
   for (const auto& frame : st.driver.frames) {
-    if (frame.closed) first_read = std::min<std::size_t>(first_read, frame.body.begin);
+    if (frame.closed) hold(frame.body.begin, frame.body.end);
   }
-  if (first_read == 0) return;
-  st.log.erase(st.log.begin(), st.log.begin() + first_read);
-  const Id shift = to_id<S>(first_read);
+  // kept_before[p]: the statements kept before place p, which is p's place once the others go.
+  std::vector<std::size_t> kept_before(n + 1, 0);
+  for (std::size_t at = 0; at < n; ++at) kept_before[at + 1] = kept_before[at] + (read[at] ? 1 : 0);
+  if (kept_before[n] == n) return;
+  std::size_t kept = 0;
+  for (std::size_t at = 0; at < n; ++at) {
+    if (read[at]) st.log[kept++] = st.log[at];
+  }
+  st.log.resize(kept);
+  auto moved = [&](Id place) { return to_id<S>(kept_before[std::min<std::size_t>(place, n)]); };
   for (Scope& scope : st.scopes) {
-    if (spec::is_checkpoint(scope.op)) scope.body_begin = to_id<S>(scope.body_begin - shift);
+    if (spec::is_checkpoint(scope.op)) scope.body_begin = moved(scope.body_begin);
   }
   for (auto& record : st.driver.records) {
-    record.body.begin = to_id<S>(record.body.begin - shift);
-    record.body.end = to_id<S>(record.body.end - shift);
+    record.body.begin = moved(record.body.begin);
+    record.body.end = moved(record.body.end);
   }
   for (auto& frame : st.driver.frames) {
     if (!frame.closed) continue;
-    frame.body.begin = to_id<S>(frame.body.begin - shift);
-    frame.body.end = to_id<S>(frame.body.end - shift);
+    frame.body.begin = moved(frame.body.begin);
+    frame.body.end = moved(frame.body.end);
   }
 }
 

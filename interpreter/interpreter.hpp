@@ -157,10 +157,11 @@ class BasicInterpreter : private statemachine::Hooks {
   void feed(const spec::Statement& statement);
   void end_of_file();
 
-  // Drops the statements of the log that no body can replay any more: those before the first
-  // statement of every body a checkpoint holds (a reentrant record's, a non-reentrant frame's,
-  // an open checkpoint's). A body opened later starts later still, so they are never read
-  // again. Between two statements only; the bodies' places move down with the log.
+  // Drops the statements of the log that no body can replay any more: those outside every body
+  // a checkpoint holds (a reentrant record's, a non-reentrant frame's, an open checkpoint's). A
+  // body opened later starts after them, so they are never read again. Between two statements
+  // only; the bodies' places move down with the log (bodies nest or lie apart, so each stays
+  // one slice).
   void forget_unreadable_log();
 
   // Whether finished steps are kept (steps()); the exhaustive search keeps none.

@@ -4,6 +4,9 @@
 // or a shortest counterexample; tests/explorer/test_abstractions.cpp checks that at depth 6
 // for the three semantics, and that it would see an unsound one.
 //
+// A search to the fixpoint takes them all (Abstractions::sound()); a depth-bounded search none,
+// by default, so that its counts stay those of every figure before them.
+//
 // Not listed, since it merges no state: the log forgets the statements no body can replay
 // (interpreter.hpp, forget_unreadable_log), which the canonical bytes never held.
 #pragma once
@@ -13,15 +16,29 @@ namespace fp8sm::explorer {
 struct Abstractions {
   // The interpreter's step number is part of a state only when an observer that reads it is
   // carried (the numerics: I4 I5 I8 I9); nothing else in a run's future reads it.
-  bool unread_step_numbers = true;
+  bool unread_step_numbers = false;
+
+  // I3's observer keeps only what can still violate it (ownership_scopes.hpp,
+  // forget_what_cannot_violate): no dead owners, no closed scope that cannot hold two live
+  // owners, no revival without one, no repeats. Otherwise a step holds every scope it closed.
+  bool settled_ownership = false;
 
   // Deliberately unsound, for the test that must catch an unsound abstraction only: the
   // machine's ownership (the bit saved at autocast entry, the ownership frames, upstream's FIFO
   // of captured bits), which decides who makes the forward update, is left out of a state.
   bool unsound_forget_ownership = false;
 
+  // Every sound abstraction.
+  static Abstractions sound() {
+    Abstractions all;
+    all.unread_step_numbers = true;
+    all.settled_ownership = true;
+    return all;
+  }
+
   bool operator==(const Abstractions& o) const {
-    return unread_step_numbers == o.unread_step_numbers && unsound_forget_ownership == o.unsound_forget_ownership;
+    return unread_step_numbers == o.unread_step_numbers && settled_ownership == o.settled_ownership &&
+           unsound_forget_ownership == o.unsound_forget_ownership;
   }
   bool operator!=(const Abstractions& o) const { return !(*this == o); }
 };

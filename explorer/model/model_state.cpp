@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "explorer/model/canonical_state.hpp"
+#include "explorer/model/ownership_scopes.hpp"
 #include "explorer/model/transparency.hpp"
 #include "spec/scenario_transform.hpp"
 
@@ -107,9 +108,20 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   // log's capacity. Programs of a depth-bounded search fit it whole and never get here.
   if (state.program.model.log.size() > kForgetLogPast) program_.forget_unreadable_log();
   if (with_reference_ && state.reference.model.log.size() > kForgetLogPast) reference_.forget_unreadable_log();
+  // What I3 can no longer be violated by goes (abstractions.hpp); the node ids it named may go
+  // with it, so the ids are renamed again where it did.
+  bool program_settled = false;
+  bool reference_settled = false;
+  if (carried_.ownership && abstractions_.settled_ownership) {
+    program_settled = forget_what_cannot_violate(state.program.observers.ownership);
+    if (with_reference_) reference_settled = forget_what_cannot_violate(state.reference.observers.ownership);
+  }
   if (canonical_ids_) {
-    if (!keeps_canonical_ids(s.op, program_before, state.program)) canonicalize(state.program, carried_);
-    if (with_reference_ && !(reference_skips || keeps_canonical_ids(s.op, reference_before, state.reference))) {
+    if (program_settled || !keeps_canonical_ids(s.op, program_before, state.program)) {
+      canonicalize(state.program, carried_);
+    }
+    if (with_reference_ &&
+        (reference_settled || !(reference_skips || keeps_canonical_ids(s.op, reference_before, state.reference)))) {
       canonicalize(state.reference, carried_);
     }
   }

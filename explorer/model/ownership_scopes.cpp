@@ -84,6 +84,57 @@ void OwnershipScopes<S>::step_end(const ObserverContext<S>& ctx) {
   st.revivals.clear();
 }
 
+namespace {
+
+template <class Scope>
+bool same_scope(const Scope& a, const Scope& b) {
+  if (a.recompute != b.recompute || a.bit_at_entry != b.bit_at_entry || a.owners.size() != b.owners.size()) return false;
+  for (std::size_t i = 0; i < a.owners.size(); ++i) {
+    if (a.owners[i].node != b.owners[i].node) return false;
+  }
+  return true;
+}
+
+// Drops the owners no longer live, then the scopes with fewer than `least` owners left and the
+// repeats of an earlier scope.
+template <class Owners>
+bool drop_dead(Owners& owners) {
+  const auto live_end = std::remove_if(owners.begin(), owners.end(), [](const auto& o) { return !o.live; });
+  if (live_end == owners.end()) return false;
+  owners.erase(live_end, owners.end());
+  return true;
+}
+
+template <class Scopes>
+bool keep_what_can_violate(Scopes& scopes, std::size_t least) {
+  bool dropped = false;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < scopes.size(); ++i) {
+    auto scope = scopes[i];
+    dropped = drop_dead(scope.owners) || dropped;
+    bool repeat = scope.owners.size() < least;
+    for (std::size_t k = 0; k < kept && !repeat; ++k) repeat = same_scope(scopes[k], scope);
+    if (!repeat) scopes[kept++] = scope;
+  }
+  dropped = dropped || kept < scopes.size();
+  scopes.resize(kept);
+  return dropped;
+}
+
+}  // namespace
+
+template <class S>
+bool forget_what_cannot_violate(OwnershipState<S>& state) {
+  bool dropped = false;
+  for (auto& scope : state.open) dropped = drop_dead(scope.owners) || dropped;
+  dropped = keep_what_can_violate(state.closed, 2) || dropped;
+  dropped = keep_what_can_violate(state.revivals, 1) || dropped;
+  return dropped;
+}
+
+template bool forget_what_cannot_violate(OwnershipState<statemachine::GrowableStorage>&);
+template bool forget_what_cannot_violate(OwnershipState<statemachine::FlatStorage>&);
+
 template class OwnershipScopes<statemachine::GrowableStorage>;
 template class OwnershipScopes<statemachine::FlatStorage>;
 

@@ -29,4 +29,13 @@ class OwnershipScopes {
   OwnershipState<S>* state_ = nullptr;
 };
 
+// Leaves out of `state` what can no longer violate I3, so that a step of any length holds
+// finitely many scopes (the search's Abstractions::settled_ownership): owners no longer live
+// (liveness only goes from true to false, and only live owners count); closed scopes with at
+// most one live owner (a closed scope gains no owner, so it can never hold two); revivals with
+// none; and of equal closed scopes or revivals all but one (they lose owners together and are
+// judged alike at the step's end). Returns whether it left anything out.
+template <class S>
+bool forget_what_cannot_violate(OwnershipState<S>& state);
+
 }  // namespace fp8sm::explorer

@@ -179,7 +179,8 @@ std::string ProgramModel::settings() const {
   if (bounds.open_blocks != 0) text += fmt::format(" max-open-blocks={}", bounds.open_blocks);
   if (bounds.live_nodes != 0) text += fmt::format(" max-live-nodes={}", bounds.live_nodes);
   const Abstractions& abstractions = settings_.abstractions;
-  if (!abstractions.unread_step_numbers) text += " unread-step-numbers=kept";
+  if (abstractions.unread_step_numbers) text += " abstract-step-numbers=on";
+  if (abstractions.settled_ownership) text += " settled-ownership=on";
   if (abstractions.unsound_forget_ownership) text += " ownership=forgotten";
   return text;
 }

@@ -36,6 +36,7 @@ SearchOptions bounded(Semantics semantics, int open_blocks, int live_nodes) {
   options.alphabet.modules = 1;
   options.alphabet.bounds.open_blocks = open_blocks;
   options.alphabet.bounds.live_nodes = live_nodes;
+  options.abstractions = Abstractions::sound();  // as explorer --until-fixpoint
   return options;
 }
 
@@ -48,7 +49,7 @@ struct PlainSearch {
 // then closing braces until no block is open, each a state; a chain that leaves the bounds
 // anywhere is not taken.
 PlainSearch plain_search(const SearchOptions& options) {
-  ModelRunner runner(options.semantics, options.checks, options.canonical_ids);
+  ModelRunner runner(options.semantics, options.checks, options.canonical_ids, options.abstractions);
   auto root = std::make_unique<ModelState>();
   auto parent = std::make_unique<ModelState>();
   auto child = std::make_unique<ModelState>();
@@ -140,7 +141,7 @@ TEST(FixpointSearch, TakesNoStatementPastABound) {
     SearchOptions o = options;
     o.depth = 5;
     o.programs = [&](int, const SearchPath& path) {
-      ModelRunner runner(o.semantics, o.checks, true);
+      ModelRunner runner(o.semantics, o.checks, true, o.abstractions);
       auto state = std::make_unique<ModelState>();
       runner.initial(*state);
       for (const Statement& s : path.statements()) {
