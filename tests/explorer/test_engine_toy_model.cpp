@@ -195,6 +195,24 @@ std::string summary(const SearchResult& r) {
   return text;
 }
 
+// The search of `options` on two threads, and on 2 and 3 ranks of two threads, summarises as
+// `alone` does.
+void expect_the_same_on_threads_and_ranks(EngineOptions options, const SearchModel& model, const std::string& alone) {
+  options.threads = 2;
+  EXPECT_EQ(summary(in_one_process(options, model)), alone);
+  for (int ranks : {2, 3}) {
+    std::mutex mutex;
+    std::vector<std::string> results;
+    fp8sm::explorer::ThreadRanks::run(ranks, [&](fp8sm::explorer::Ranks& these) {
+      const std::string result = summary(fp8sm::explorer::run_engine(options, model, these));
+      std::lock_guard<std::mutex> lock(mutex);
+      results.push_back(result);
+    });
+    ASSERT_EQ(results.size(), static_cast<std::size_t>(ranks));
+    for (const std::string& result : results) EXPECT_EQ(result, alone) << ranks << " ranks";
+  }
+}
+
 // Without blocks, layer d ≥ 1 holds the new states 2d - 1 and 2d; layer 1 is reached by 2
 // transitions, every later one by 4 (two parents, two statements).
 TEST(EngineOnAToyModel, CountsEachLayerAsWorkedOutByHand) {
@@ -271,20 +289,7 @@ TEST(EngineOnAToyModel, ThreadsAndRanksGiveTheSameResult) {
   EngineOptions options = to_depth(5);
   options.coverage = true;
   const WalkModel model(true);
-  const std::string alone = summary(in_one_process(options, model));
-  options.threads = 2;
-  EXPECT_EQ(summary(in_one_process(options, model)), alone);
-  for (int ranks : {2, 3}) {
-    std::mutex mutex;
-    std::vector<std::string> results;
-    fp8sm::explorer::ThreadRanks::run(ranks, [&](fp8sm::explorer::Ranks& these) {
-      const std::string result = summary(fp8sm::explorer::run_engine(options, model, these));
-      std::lock_guard<std::mutex> lock(mutex);
-      results.push_back(result);
-    });
-    ASSERT_EQ(results.size(), static_cast<std::size_t>(ranks));
-    for (const std::string& result : results) EXPECT_EQ(result, alone) << ranks << " ranks";
-  }
+  expect_the_same_on_threads_and_ranks(options, model, summary(in_one_process(options, model)));
 }
 
 // A search that writes snapshots ends as one that does not; resumed from its last snapshot, it
@@ -374,20 +379,7 @@ TEST(EngineOnAToyModel, ReachesAFixpointDeeperThanAKeyOrASlotHolds) {
   EXPECT_EQ(r.layers[20].frontier, 1u);
   ASSERT_EQ(r.counterexamples.size(), 2u);
   EXPECT_EQ(codes_of(r.counterexamples[0].program), (std::vector<StatementCode>{kPlusOne, kPlusTwo, kPlusTwo}));
-  const std::string alone = summary(r);
-  options.threads = 2;
-  EXPECT_EQ(summary(in_one_process(options, model)), alone);
-  for (int ranks : {2, 3}) {
-    std::mutex mutex;
-    std::vector<std::string> results;
-    fp8sm::explorer::ThreadRanks::run(ranks, [&](fp8sm::explorer::Ranks& these) {
-      const std::string result = summary(fp8sm::explorer::run_engine(options, model, these));
-      std::lock_guard<std::mutex> lock(mutex);
-      results.push_back(result);
-    });
-    ASSERT_EQ(results.size(), static_cast<std::size_t>(ranks));
-    for (const std::string& result : results) EXPECT_EQ(result, alone) << ranks << " ranks";
-  }
+  expect_the_same_on_threads_and_ranks(options, model, summary(r));
 }
 
 }  // namespace
