@@ -6,7 +6,7 @@
 // is finite already (docs/explorer.md "Fixpoint").
 //
 //   bench/state_growth --depth 10 --max-open-blocks 1 --max-live-nodes 2 [--modules 1]
-//                      [--semantics fp8sm] [--check I1,I4]
+//                      [--semantics fp8sm] [--check I1,I4] [--show PART] [--exact]
 //
 // It keeps every state's path and replays it, as the explorer does; it is meant for layers of
 // up to a few hundred thousand states.
@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   std::string checks_text;
   std::string show;
   app.add_option("--show", show, "print the programs that give PART a new value in the last layer (a few)");
+  bool exact = false;
+  app.add_flag("--exact", exact, "without the abstractions of --until-fixpoint (model/abstractions.hpp)");
   app.add_option("--depth", depth, "layers")->check(CLI::Range(1, 24));
   app.add_option("--max-open-blocks", open_blocks)->check(CLI::Range(1, 8));
   app.add_option("--max-live-nodes", live_nodes)->check(CLI::Range(1, 16));
@@ -75,7 +77,9 @@ int main(int argc, char** argv) {
   alphabet.bounds.open_blocks = open_blocks;
   alphabet.bounds.live_nodes = live_nodes;
 
-  ModelRunner runner(*semantics, checks, true);
+  // As explorer --until-fixpoint runs the programs, unless --exact.
+  ModelRunner runner(*semantics, checks, true,
+                     exact ? fp8sm::explorer::Abstractions{} : fp8sm::explorer::Abstractions::sound());
   auto root = std::make_unique<ModelState>();
   auto parent = std::make_unique<ModelState>();
   auto child = std::make_unique<ModelState>();
