@@ -24,12 +24,16 @@
 #include "explorer/model/alphabet.hpp"
 #include "explorer/model/model_state.hpp"
 #include "explorer/model/resource_bounds.hpp"
+#include "explorer/search/search.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario_parser.hpp"
 #include "spec/semantics.hpp"
 
 namespace {
 
+using fp8sm::explorer::Fingerprint;
+using fp8sm::explorer::FingerprintHash;
+using fp8sm::explorer::kMaxFixpointDepth;
 using fp8sm::explorer::ModelRunner;
 using fp8sm::explorer::ModelState;
 using fp8sm::spec::Statement;
@@ -48,7 +52,7 @@ int main(int argc, char** argv) {
   app.add_option("--show", show, "print the programs that give PART a new value in the last layer (a few)");
   bool exact = false;
   app.add_flag("--exact", exact, "without the abstractions of --until-fixpoint (model/abstractions.hpp)");
-  app.add_option("--depth", depth, "layers")->check(CLI::Range(1, 24));
+  app.add_option("--depth", depth, "layers")->check(CLI::Range(1, kMaxFixpointDepth));
   app.add_option("--max-open-blocks", open_blocks)->check(CLI::Range(1, 8));
   app.add_option("--max-live-nodes", live_nodes)->check(CLI::Range(1, 16));
   app.add_option("--modules", modules)->check(CLI::Range(1, 8));
@@ -84,7 +88,7 @@ int main(int argc, char** argv) {
   auto parent = std::make_unique<ModelState>();
   auto child = std::make_unique<ModelState>();
   runner.initial(*root);
-  std::unordered_set<std::uint64_t> seen = {runner.fingerprint(*root)};
+  std::unordered_set<Fingerprint, FingerprintHash> seen = {runner.fingerprint(*root)};
   std::vector<std::vector<Statement>> frontier = {{}};
   // Per part of the canonical bytes (ModelRunner::canonical_parts), by name: the values seen.
   std::map<std::string, std::set<std::uint64_t>> distinct;
@@ -116,7 +120,7 @@ int main(int argc, char** argv) {
       for (const Statement& first : next) {
         runner.copy(*child, *parent);
         std::vector<Statement> chain = {first};
-        std::vector<std::pair<std::vector<Statement>, std::uint64_t>> links;
+        std::vector<std::pair<std::vector<Statement>, Fingerprint>> links;
         bool within = true;
         for (Statement via = first;;) {
           try {

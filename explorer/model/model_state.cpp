@@ -160,14 +160,15 @@ void ModelRunner::finish_step(ModelState& state, std::uint32_t program_step, std
   }
 }
 
-std::uint64_t ModelRunner::fingerprint(const ModelState& state) const {
+Fingerprint ModelRunner::fingerprint(const ModelState& state) const {
   thread_local ByteWriter bytes;  // reused: the fingerprint is on the hot path
   bytes.clear();
   write_canonical(state.facts, with_reference_, bytes);
   write_canonical(state.program, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
   if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
   if (bytes.size() > ByteWriter::kStateBound) std::abort();  // cannot happen: the bound is the state's size, four times
-  return XXH3_64bits(bytes.data(), bytes.size());
+  const XXH128_hash_t hash = XXH3_128bits(bytes.data(), bytes.size());
+  return Fingerprint{hash.high64, hash.low64};
 }
 
 std::vector<std::pair<std::string, std::string>> ModelRunner::canonical_parts(const ModelState& state) const {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "explorer/model/abstractions.hpp"
+#include "explorer/model/fingerprint.hpp"
 #include "explorer/model/invariant_checker.hpp"
 #include "explorer/model/verdict.hpp"
 #include "interpreter/interpreter.hpp"
@@ -89,7 +90,7 @@ class ModelRunner {
   const Verdict& end_here(ModelState& state);
 
   // A 64-bit hash of the canonical bytes; equal bytes mean equal futures.
-  std::uint64_t fingerprint(const ModelState& state) const;
+  Fingerprint fingerprint(const ModelState& state) const;
   // The canonical bytes themselves (tests).
   std::string canonical_bytes(const ModelState& state) const;
   // The same bytes cut into named parts ("facts", "program.machine.fifo", ..., "reference...."):

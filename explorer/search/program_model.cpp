@@ -78,10 +78,10 @@ class ProgramCursor : public ModelCursor {
   }
 
   // The fingerprints of the root and its successors: part of the model's identity.
-  std::vector<std::uint64_t> first_fingerprints() {
+  std::vector<Fingerprint> first_fingerprints() {
     std::vector<StatementCode> next;
     stand_on(SearchPath{}, next);
-    std::vector<std::uint64_t> fingerprints = {runner_.fingerprint(*root_)};
+    std::vector<Fingerprint> fingerprints = {runner_.fingerprint(*root_)};
     for (const Statement& s : statements_) {
       runner_.copy(*child_, *root_);
       runner_.apply(*child_, s);
@@ -157,8 +157,10 @@ std::uint64_t ProgramModel::identity() const {
   const std::uint64_t size = sizeof(ModelState);
   XXH64_update(hash, &size, sizeof size);
   ProgramCursor cursor(settings_);
-  const std::vector<std::uint64_t> fingerprints = cursor.first_fingerprints();
-  XXH64_update(hash, fingerprints.data(), fingerprints.size() * sizeof(std::uint64_t));
+  for (const Fingerprint& f : cursor.first_fingerprints()) {
+    XXH64_update(hash, &f.high, sizeof f.high);
+    XXH64_update(hash, &f.low, sizeof f.low);
+  }
   const std::uint64_t identity = XXH64_digest(hash);
   XXH64_freeState(hash);
   return identity;

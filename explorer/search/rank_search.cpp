@@ -253,7 +253,7 @@ void RankSearch::count_rows(const RowSpan& rows, std::uint64_t key, const Succes
 
 // A transition or a program end violated something: the state it reached counts as violating,
 // and the first program to do so is a candidate counterexample.
-void RankSearch::record_violations(spec::InvariantSet violations, std::uint64_t fingerprint, int length, std::uint64_t key,
+void RankSearch::record_violations(spec::InvariantSet violations, const Fingerprint& fingerprint, int length, std::uint64_t key,
                        Judged judged, const SearchPath& path) {
   if (violations.empty()) return;
   for (spec::Invariant i : spec::kAllInvariants) {
@@ -352,7 +352,7 @@ SearchResult RankSearch::finish(std::chrono::steady_clock::time_point start) {
   }
   result_.peak_memory_bytes = *std::max_element(result_.peak_memory_per_rank.begin(), result_.peak_memory_per_rank.end());
   const double n = static_cast<double>(result_.distinct);
-  result_.collision_probability = std::min(1.0, n * n / std::ldexp(1.0, 65));
+  result_.collision_probability = std::min(1.0, n * n / std::ldexp(1.0, FingerprintSet::kEffectiveBits + 1));
   result_.seconds = seconds_since(start);
   return std::move(result_);
 }

@@ -169,7 +169,7 @@ class RankSearch {
 
   // A transition or a program end violated something: the state it reached counts as violating,
   // and the first program to do so is a candidate counterexample.
-  void record_violations(spec::InvariantSet violations, std::uint64_t fingerprint, int length, std::uint64_t key,
+  void record_violations(spec::InvariantSet violations, const Fingerprint& fingerprint, int length, std::uint64_t key,
                          Judged judged, const SearchPath& path);
 
   // ---- memory ---------------------------------------------------------------------------------

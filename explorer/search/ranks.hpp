@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "explorer/model/fingerprint.hpp"
+
 namespace fp8sm::explorer {
 
 using Bytes = std::vector<std::uint8_t>;
@@ -58,10 +60,10 @@ class Ranks {
   std::uint64_t bytes_sent_ = 0;
 };
 
-// The rank that owns a state: from the fingerprint's low half, since the seen-set places a
-// fingerprint by its high bits (fingerprint_set.hpp), which must stay uniform within a rank.
-inline int owner_of(std::uint64_t fingerprint, int ranks) {
-  return static_cast<int>(((fingerprint & 0xFFFFFFFFu) * static_cast<std::uint64_t>(ranks)) >> 32);
+// The rank that owns a state: from the fingerprint's low word's high half, bits the seen-set
+// neither places by nor keeps (fingerprint_set.hpp): its homes stay uniform within a rank.
+inline int owner_of(const Fingerprint& fingerprint, int ranks) {
+  return static_cast<int>(((fingerprint.low >> 32) * static_cast<std::uint64_t>(ranks)) >> 32);
 }
 
 class SingleRank final : public Ranks {

@@ -33,7 +33,7 @@ namespace fp8sm::explorer {
 inline constexpr int kMaxSearchDepth = 8;
 // A search to the fixpoint (EngineOptions::until_fixpoint) needs no depth, but its paths are
 // at most kMaxPathCodes codes (search_path.hpp): it gives up past this many layers.
-inline constexpr int kMaxFixpointDepth = kMaxPathCodes / 2;  // 24
+inline constexpr int kMaxFixpointDepth = kMaxPathCodes / 2;  // 48
 inline constexpr int kMaxSearchModules = 8;
 // Worker threads of one process: the command line and the Python package refuse more.
 inline constexpr int kMaxSearchThreads = 256;

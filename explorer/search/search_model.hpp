@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "explorer/model/fingerprint.hpp"
 #include "explorer/search/search_path.hpp"
 #include "spec/invariants.hpp"
 #include "spec/scenario.hpp"
@@ -32,7 +33,7 @@ using StatementCode = std::uint8_t;
 // One statement's outcome on a state.
 struct ModelStep {
   spec::InvariantSet violations;      // of the statement
-  std::uint64_t fingerprint = 0;      // of the state it reached
+  Fingerprint fingerprint;            // of the state it reached
   bool top_level = false;             // that state is settled: no close needed, a program may end
   spec::InvariantSet end_violations;  // top level only: what ending there violates
   // The state is past the model's resource bounds (a fixpoint search's, alphabet.hpp): the

@@ -5,7 +5,7 @@
 // counterexample; it travels with every successor to the rank that owns it, so no rank ever asks
 // another for a parent. Programs of a depth-bounded search have at most kMaxSearchDepth (8)
 // statements and as many closing braces, and those of a search to the fixpoint at most
-// kMaxFixpointDepth (24) and as many: a path is at most 48 one-byte codes (statement_code.hpp).
+// kMaxFixpointDepth (48) and as many: a path is at most 96 one-byte codes (statement_code.hpp).
 //
 // The discovery key orders the states of one layer as the one-process search numbers them:
 // byte j (from the most significant) is the index of the link that led from the state's
@@ -25,7 +25,7 @@
 
 namespace fp8sm::explorer {
 
-inline constexpr int kMaxPathCodes = 48;
+inline constexpr int kMaxPathCodes = 96;
 
 class SearchPath {
  public:

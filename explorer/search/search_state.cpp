@@ -19,8 +19,9 @@ std::string get_string(SnapshotReader& in) {
 }
 
 void put_set(SnapshotWriter& out, const FingerprintSet& set) {
-  out.put<std::uint64_t>(set.slots().size());
-  out.write(set.slots().data(), set.slots().size() * sizeof(std::uint64_t));
+  out.put<std::uint64_t>(set.home_slots());
+  out.put<std::uint64_t>(set.table_bytes().size());
+  out.write(set.table_bytes().data(), set.table_bytes().size());
 }
 
 // A count of `unit`-byte items, refused when the file cannot hold that many (a corrupt count
@@ -35,10 +36,11 @@ std::uint64_t get_count(SnapshotReader& in, std::size_t unit) {
 }
 
 void get_set(SnapshotReader& in, FingerprintSet& set) {
-  std::vector<std::uint64_t> slots(get_count(in, sizeof(std::uint64_t)));
-  in.read(slots.data(), slots.size() * sizeof(std::uint64_t));
+  const auto homes = in.get<std::uint64_t>();
+  std::vector<std::uint8_t> bytes(get_count(in, 1));
+  in.read(bytes.data(), bytes.size());
   try {
-    set.assign_slots(std::move(slots));
+    set.assign(homes, std::move(bytes));
   } catch (const std::invalid_argument&) {
     throw SnapshotError(fmt::format("'{}' is corrupt: a fingerprint table does not hold together", in.path()));
   }

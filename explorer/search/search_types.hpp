@@ -90,7 +90,7 @@ struct SearchResult {
   double seconds = 0;
   std::uint64_t peak_memory_bytes = 0;
   std::uint64_t stored_bytes = 0;  // fingerprint tables and tree, beyond the frontier
-  double collision_probability = 0;  // of the 64-bit fingerprints, for `distinct` states
+  double collision_probability = 0;  // of the seen-set's 80-bit fingerprints, for `distinct` states
   std::vector<std::string> carried;  // what a state carries for the invariants checked (carried_state)
   // With EngineOptions::coverage, per row of the table (Machine::rows() order): how many of the
   // `transitions` took it at least once, in the program's run (the I8 reference's rows are not

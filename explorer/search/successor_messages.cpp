@@ -50,12 +50,13 @@ void SuccessorPacker::add(int owner, const SuccessorRecord& record) {
     put(p, std::uint16_t{0});  // its records, set by end_parent
   }
   const bool verdicts = !record.violations.empty() || !record.end_violations.empty();
-  std::size_t size = 8 + 4 + (verdicts ? 4 : 0);
+  std::size_t size = 16 + 4 + (verdicts ? 4 : 0);
   if (coverage_) size += 4 + 2u * (record.rows.size() + record.next_rows.size());
   const std::size_t at = out.size();
   out.resize(at + size);
   std::uint8_t* p = out.data() + at;
-  put(p, record.fingerprint);
+  put(p, record.fingerprint.high);
+  put(p, record.fingerprint.low);
   put(p, record.link);
   put(p, record.statement);
   put(p, record.closes);
@@ -127,7 +128,8 @@ std::size_t SuccessorGroups::begin_group() {
 
 void SuccessorGroups::read_record() {
   SuccessorRecord& r = record_;
-  std::memcpy(&r.fingerprint, take(8), sizeof r.fingerprint);
+  std::memcpy(&r.fingerprint.high, take(8), sizeof r.fingerprint.high);
+  std::memcpy(&r.fingerprint.low, take(8), sizeof r.fingerprint.low);
   const std::uint8_t* p = take(4);
   r.link = p[0];
   r.statement = p[1];

@@ -8,7 +8,7 @@
 // merging whole groups by their parents' keys.
 //
 //   group  := parent key (8) | group bytes after this field (4) | path length (1) | path | records (2) | record*
-//   record := fingerprint (8) | link (1) | statement (1) | closes (1) | flags (1)
+//   record := fingerprint (16: high, low) | link (1) | statement (1) | closes (1) | flags (1)
 //             [violations (2) | end violations (2)]   when flags say it has verdicts
 //             [rows (2) | row*  | next rows (2) | row*] with --coverage
 #pragma once

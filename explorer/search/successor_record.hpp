@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "explorer/model/fingerprint.hpp"
 #include "explorer/search/search_path.hpp"
 #include "spec/invariants.hpp"
 
@@ -27,7 +28,7 @@ namespace fp8sm::explorer {
 
 // A worker's view of one link of a chain.
 struct Link {
-  std::uint64_t fingerprint = 0;
+  Fingerprint fingerprint;
   spec::InvariantSet violations;      // of the statement
   spec::InvariantSet end_violations;  // of ending the program there (top level only)
   std::uint8_t via = 0;               // pack_statement's code of the statement or closing brace
@@ -64,7 +65,7 @@ class RowSpan {
 };
 
 struct SuccessorRecord {
-  std::uint64_t fingerprint = 0;
+  Fingerprint fingerprint;
   std::uint64_t key = 0;              // the discovery key, in the layer being built
   SearchPath path;                    // from the root to this state: the parent's, `statement`, `closes` closing braces
   std::uint8_t link = 0;              // its index among the parent's links (the key's last byte)

@@ -101,8 +101,8 @@ std::string first_unsound_merge(Semantics semantics, const spec::InvariantSet& c
   ModelRunner abstract(semantics, checks, true, abstractions);
   AlphabetOptions alphabet;
   std::vector<std::vector<spec::Statement>> states = {{}};
-  std::unordered_set<std::uint64_t> seen;
-  std::map<std::uint64_t, std::size_t> first_of_group;  // abstract fingerprint -> its first state
+  std::unordered_set<Fingerprint, FingerprintHash> seen;
+  std::map<Fingerprint, std::size_t> first_of_group;  // abstract fingerprint -> its first state
   auto exact_state = std::make_unique<ModelState>();
   auto state = std::make_unique<ModelState>();
   auto other = std::make_unique<ModelState>();
@@ -126,7 +126,8 @@ std::string first_unsound_merge(Semantics semantics, const spec::InvariantSet& c
       abstract.copy(*child, from);
       const spec::InvariantSet violated = abstract.apply(*child, s).violations();
       text += std::to_string(static_cast<int>(s.op)) + "/" + std::to_string(s.name) + ": " + violated.to_string() +
-              " -> " + std::to_string(abstract.fingerprint(*child));
+              " -> " + std::to_string(abstract.fingerprint(*child).high) + "." +
+              std::to_string(abstract.fingerprint(*child).low);
       if (child->facts.open.empty()) text += " end " + abstract.end_here(*child).violations().to_string();
       text += "\n";
     }

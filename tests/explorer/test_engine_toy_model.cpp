@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "explorer/search/engine.hpp"
+#include "explorer/search/search.hpp"
 #include "explorer/search/search_model.hpp"
 #include "explorer/search/snapshot.hpp"
 #include "explorer/search/thread_ranks.hpp"
@@ -26,6 +27,7 @@
 namespace {
 
 using fp8sm::explorer::EngineOptions;
+using fp8sm::explorer::kMaxFixpointDepth;
 using fp8sm::explorer::ModelCursor;
 using fp8sm::explorer::ModelStep;
 using fp8sm::explorer::SearchModel;
@@ -106,13 +108,19 @@ class WalkCursor : public ModelCursor {
     return code != kOpen && walk.x == 5;
   }
 
-  static ModelStep settled(const Walk& walk) {
-    ModelStep step;
-    // splitmix64's finaliser: distinct states, distinct and well-spread fingerprints.
-    std::uint64_t z = static_cast<std::uint64_t>(walk.x) * 2 + (walk.open ? 1 : 0) + 0x9e3779b97f4a7c15ull;
+  static std::uint64_t mix(std::uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    step.fingerprint = z ^ (z >> 31);
+    return z ^ (z >> 31);
+  }
+
+  static ModelStep settled(const Walk& walk) {
+    ModelStep step;
+    // splitmix64's finaliser: distinct states, distinct and well-spread fingerprints (both words:
+    // the seen-set and the ranks read both).
+    const std::uint64_t state = static_cast<std::uint64_t>(walk.x) * 2 + (walk.open ? 1 : 0);
+    step.fingerprint = {mix(state), mix(state + (1ull << 40))};
     step.top_level = !walk.open;
     if (step.top_level && walk.x == 4) step.end_violations = only(Invariant::I2);
     return step;
@@ -364,19 +372,20 @@ TEST(EngineOnAToyModel, TakesNoStepOutOfBounds) {
 }
 
 // Past the 8 layers a discovery key holds and the 16 codes a frontier slot holds inline: on a
-// circle of 40 points, layer d adds 2d - 1 and 2d, and layer 20 only 39 (40 is 0): the
-// fixpoint at depth 20, with 40 states, the same on threads and on ranks, whose keys are
-// renumbered after every layer. I1 (x = 5) is first reached by 1 2 2, I2 by ending at 2 + 2.
+// circle of 90 points, layer d adds 2d - 1 and 2d, and layer 45 only 89 (90 is 0): the
+// fixpoint at depth 45, with 90 states, the same on threads and on ranks, whose keys are
+// renumbered after every layer; its last paths hold 45 codes, near the 48 layers a search to
+// the fixpoint may go. I1 (x = 5) is first reached by 1 2 2, I2 by ending at 2 + 2.
 TEST(EngineOnAToyModel, ReachesAFixpointDeeperThanAKeyOrASlotHolds) {
-  EngineOptions options = to_depth(24);
+  EngineOptions options = to_depth(kMaxFixpointDepth);
   options.until_fixpoint = true;
-  const WalkModel model(WalkShape{false, 40, 0});
+  const WalkModel model(WalkShape{false, 90, 0});
   const SearchResult r = in_one_process(options, model);
   EXPECT_TRUE(r.fixpoint);
-  EXPECT_EQ(r.depth_completed, 21);
-  EXPECT_EQ(r.distinct, 40u);
-  for (int d = 1; d < 20; ++d) EXPECT_EQ(r.layers[d].frontier, 2u) << d;
-  EXPECT_EQ(r.layers[20].frontier, 1u);
+  EXPECT_EQ(r.depth_completed, 46);
+  EXPECT_EQ(r.distinct, 90u);
+  for (int d = 1; d < 45; ++d) EXPECT_EQ(r.layers[d].frontier, 2u) << d;
+  EXPECT_EQ(r.layers[45].frontier, 1u);
   ASSERT_EQ(r.counterexamples.size(), 2u);
   EXPECT_EQ(codes_of(r.counterexamples[0].program), (std::vector<StatementCode>{kPlusOne, kPlusTwo, kPlusTwo}));
   expect_the_same_on_threads_and_ranks(options, model, summary(r));

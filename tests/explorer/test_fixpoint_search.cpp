@@ -54,7 +54,7 @@ PlainSearch plain_search(const SearchOptions& options) {
   auto parent = std::make_unique<ModelState>();
   auto child = std::make_unique<ModelState>();
   runner.initial(*root);
-  std::unordered_set<std::uint64_t> seen = {runner.fingerprint(*root)};
+  std::unordered_set<Fingerprint, FingerprintHash> seen = {runner.fingerprint(*root)};
   std::vector<std::vector<Statement>> layer = {{}};
   std::vector<Statement> next;
   PlainSearch result;
@@ -66,7 +66,7 @@ PlainSearch plain_search(const SearchOptions& options) {
       next_statements(parent->facts, options.alphabet, next);
       for (const Statement& first : next) {
         runner.copy(*child, *parent);
-        std::vector<std::pair<std::vector<Statement>, std::uint64_t>> chain;
+        std::vector<std::pair<std::vector<Statement>, Fingerprint>> chain;
         std::vector<Statement> at = path;
         bool within = true;
         for (Statement via = first;; via = close_statement()) {

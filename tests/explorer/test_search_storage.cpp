@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 #include <unordered_set>
+#include <utility>
 
 #include "explorer/model/statement_code.hpp"
 #include "explorer/search/fingerprint_set.hpp"
@@ -14,53 +16,122 @@
 namespace fp8sm::explorer {
 namespace {
 
+// A well-spread fingerprint for each of `n` values (splitmix64 on both words).
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+Fingerprint fingerprint_of(std::uint64_t value) { return {mix(value), mix(value ^ 0xA5A5A5A5A5A5A5A5ull)}; }
+
+// What the set keeps of a fingerprint: the high word and the low word's low 16 bits.
+std::pair<std::uint64_t, std::uint64_t> kept(const Fingerprint& f) { return {f.high, f.low & 0xFFFF}; }
+
 TEST(FingerprintSet, AgreesWithAStandardSetThroughManyGrowths) {
   FingerprintSet set(16);
-  std::unordered_set<std::uint64_t> reference;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> reference;
   std::mt19937_64 random(7);
-  for (int i = 0; i < 200000; ++i) {
+  std::vector<Fingerprint> inserted;
+  for (int i = 0; i < 300000; ++i) {
     // Few distinct values, so most insertions are repeats, as in a search.
-    const std::uint64_t value = random() % 150000u * 0x9E3779B97F4A7C15ull;
-    ASSERT_EQ(set.insert(value), reference.insert(value).second) << i;
+    const Fingerprint f = fingerprint_of(random() % 200000u);
+    ASSERT_EQ(set.insert(f), reference.insert(kept(f)).second) << i;
+    inserted.push_back(f);
   }
   EXPECT_EQ(set.size(), reference.size());
-  for (std::uint64_t value : reference) EXPECT_TRUE(set.contains(value));
-  EXPECT_FALSE(set.contains(12345));  // not a multiple of the odd constant above... unless by chance
-  // The table stays between 75 % and 90 % full once it has grown.
-  const double load = static_cast<double>(set.size()) * 8.0 / static_cast<double>(set.bytes());
-  EXPECT_GE(load, 0.74);
-  EXPECT_LE(load, 0.91);
+  // Every growth rebuilt each fingerprint from its home and its slot: all are still found.
+  for (const Fingerprint& f : inserted) ASSERT_TRUE(set.contains(f));
+  for (std::uint64_t v = 200000; v < 210000; ++v) ASSERT_FALSE(set.contains(fingerprint_of(v)));
+}
+
+// Two fingerprints that differ in any one of the 80 kept bits are two states, including the
+// high word's top bits, which only the slot's index keeps; bits past those 80 are not read.
+// (A base's variants in its low high bits share its home: few bases, or they crowd the table.)
+TEST(FingerprintSet, TellsApartEveryOneOfItsEightyBits) {
+  for (std::size_t reserved : {0u, 100000u}) {
+    FingerprintSet set;
+    set.reserve(reserved);
+    std::vector<Fingerprint> bases;
+    for (std::uint64_t v = 0; v < 20; ++v) bases.push_back(fingerprint_of(v));
+    for (const Fingerprint& base : bases) ASSERT_TRUE(set.insert(base));
+    for (const Fingerprint& base : bases) {
+      for (int bit = 0; bit < 64; ++bit) {
+        ASSERT_TRUE(set.insert({base.high ^ (1ull << bit), base.low})) << "high bit " << bit;
+      }
+      for (int bit = 0; bit < 16; ++bit) {
+        ASSERT_TRUE(set.insert({base.high, base.low ^ (1ull << bit)})) << "low bit " << bit;
+      }
+      for (int bit = 16; bit < 64; ++bit) {
+        ASSERT_FALSE(set.insert({base.high, base.low ^ (1ull << bit)})) << "low bit " << bit;
+      }
+    }
+    EXPECT_EQ(set.size(), bases.size() * 81);
+    for (const Fingerprint& base : bases) {
+      for (int bit = 0; bit < 64; ++bit) ASSERT_TRUE(set.contains({base.high ^ (1ull << bit), base.low}));
+    }
+  }
 }
 
 TEST(FingerprintSet, ZeroIsAFingerprintLikeAnyOther) {
   FingerprintSet set;
-  EXPECT_FALSE(set.contains(0));
-  EXPECT_TRUE(set.insert(0));
-  EXPECT_FALSE(set.insert(0));
-  EXPECT_TRUE(set.contains(0));
+  EXPECT_FALSE(set.contains({0, 0}));
+  EXPECT_TRUE(set.insert({0, 0}));
+  EXPECT_FALSE(set.insert({0, 0}));
+  EXPECT_TRUE(set.contains({0, 0}));
+  EXPECT_TRUE(set.insert({~0ull, 0xFFFF}));  // the last home, the last high word
+  EXPECT_TRUE(set.contains({~0ull, 0xFFFF}));
 }
 
-// A snapshot puts a table back from its slots: the same fingerprints, and insertions go on as
+// Fingerprints crowded into a few homes (no hash does that, but the table must not lose any):
+// the table grows when a slot would lie too far from its home, and finds them all.
+TEST(FingerprintSet, CrowdedHomesMakeItGrowAndLoseNothing) {
+  FingerprintSet set(16);
+  std::vector<Fingerprint> crowded;
+  for (std::uint64_t i = 0; i < 3000; ++i) crowded.push_back({i << 48, i});  // 1/20 of the high words
+  for (const Fingerprint& f : crowded) ASSERT_TRUE(set.insert(f));
+  for (const Fingerprint& f : crowded) ASSERT_TRUE(set.contains(f));
+  EXPECT_EQ(set.size(), crowded.size());
+  // Crowded past what growing can help: one home, whatever the table's size.
+  FingerprintSet one_home(16);
+  EXPECT_THROW(
+      for (std::uint64_t i = 0; i < 1000; ++i) one_home.insert({0, i}), std::length_error);
+}
+
+// The table's bytes a state, 90 % full: what the slot stores (80 bits less the log2 of the homes
+// its index tells apart, plus the 7 bits of distance) over 0.9. At 10^8, 10^9 and 10^10 states
+// that is 61, 57 and 54 bits a slot (docs/performance.md).
+TEST(FingerprintSet, SlotsNarrowAsTheTableGrows) {
+  const FingerprintSet set;
+  auto per_state = [&](double n) { return static_cast<double>(set.bytes_for(static_cast<std::size_t>(n))) / n; };
+  EXPECT_NEAR(per_state(1e8), 61.0 / 8 / 0.9, 0.01);
+  EXPECT_NEAR(per_state(1e9), 57.0 / 8 / 0.9, 0.01);
+  EXPECT_NEAR(per_state(1e10), 54.0 / 8 / 0.9, 0.01);
+  EXPECT_LE(per_state(1e9), 8.0);
+}
+
+// A snapshot puts a table back from its bytes: the same fingerprints, and insertions go on as
 // in the original.
-TEST(FingerprintSet, PutBackFromItsSlotsItIsTheSameSet) {
+TEST(FingerprintSet, PutBackFromItsBytesItIsTheSameSet) {
   FingerprintSet original;
-  std::mt19937_64 random(11);
-  std::vector<std::uint64_t> values;
-  for (int i = 0; i < 5000; ++i) values.push_back(random());
-  for (std::uint64_t v : values) original.insert(v);
+  std::vector<Fingerprint> values;
+  for (std::uint64_t v = 0; v < 5000; ++v) values.push_back(fingerprint_of(v));
+  for (const Fingerprint& f : values) original.insert(f);
   FingerprintSet copy;
-  copy.assign_slots(original.slots());
+  copy.assign(original.home_slots(), original.table_bytes());
   EXPECT_EQ(copy.size(), original.size());
   EXPECT_EQ(copy.bytes(), original.bytes());
-  for (std::uint64_t v : values) EXPECT_FALSE(copy.insert(v));
-  for (int i = 0; i < 5000; ++i) {
-    const std::uint64_t v = random();
-    EXPECT_EQ(copy.insert(v), original.insert(v));
-  }
-  EXPECT_EQ(copy.slots(), original.slots());
-  // Slots no table would hold: too few, or fuller than its growth allows.
-  EXPECT_THROW(copy.assign_slots(std::vector<std::uint64_t>(8, 1)), std::invalid_argument);
-  EXPECT_THROW(copy.assign_slots(std::vector<std::uint64_t>(100, 1)), std::invalid_argument);
+  for (const Fingerprint& f : values) EXPECT_FALSE(copy.insert(f));
+  for (std::uint64_t v = 5000; v < 10000; ++v) EXPECT_EQ(copy.insert(fingerprint_of(v)), original.insert(fingerprint_of(v)));
+  EXPECT_EQ(copy.table_bytes(), original.table_bytes());
+  // Bytes no table would hold: the wrong size, too few homes, a slot before its home's place.
+  const std::size_t homes = original.home_slots();
+  std::vector<std::uint8_t> bytes = original.table_bytes();
+  EXPECT_THROW(copy.assign(homes, std::vector<std::uint8_t>(bytes.size() - 1)), std::invalid_argument);
+  EXPECT_THROW(copy.assign(8, bytes), std::invalid_argument);
+  std::vector<std::uint8_t> full(bytes.size(), 0xFF);
+  EXPECT_THROW(copy.assign(homes, full), std::invalid_argument);
+  EXPECT_EQ(copy.table_bytes(), original.table_bytes()) << "a refused table changes nothing";
 }
 
 std::vector<spec::Statement> every_statement() {
