@@ -1,5 +1,7 @@
 #include "explorer/command_line.hpp"
 
+#include "explorer/model/resource_bounds.hpp"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -37,6 +39,9 @@ constexpr Commands kSearch = taken_by(Command::Search);
 
 // Every option, once. What each means in detail: docs/explorer.md (search), docs/pictures.md
 // (--mermaid, --dot), docs/json.md (--json).
+// The help below writes the bounds' limits out.
+static_assert(kMaxOpenBlocksBound == 16 && kMaxLiveNodesBound == 16, "update --max-open-blocks' and --max-live-nodes' help");
+
 const OptionDeclaration kOptions[] = {
     {"--depth", "N", &CommandLine::depth, nullptr, kSearch,
      "explore every program of up to N statements (0 to 8; with --until-fixpoint, give up past N)"},
@@ -44,7 +49,7 @@ const OptionDeclaration kOptions[] = {
      "explore layer after layer until one adds no state: every program within the bounds, of any length "
      "(needs --max-open-blocks and --max-live-nodes; docs/explorer.md \"Fixpoint\")"},
     {"--max-open-blocks", "K", &CommandLine::max_open_blocks, nullptr, kSearch,
-     "programs hold at most K blocks open at once (1 to 24; default: no bound)"},
+     "programs hold at most K blocks open at once (1 to 16; default: no bound)"},
     {"--max-live-nodes", "M", &CommandLine::max_live_nodes, nullptr, kSearch,
      "programs hold at most M live autograd nodes in the step's graph and the saved tapes (1 to 16; default: no "
      "bound)"},

@@ -43,6 +43,7 @@
 
 #include "explorer/command_line.hpp"
 #include "explorer/interrupt_signals.hpp"
+#include "explorer/model/resource_bounds.hpp"
 #include "explorer/model/scenario_run.hpp"
 #include "explorer/report/catalogue_report.hpp"
 #include "explorer/report/mermaid.hpp"
@@ -410,11 +411,15 @@ explorer::SearchOptions search_options(const CommandLine& line) {
   }
   if (line.max_open_blocks) {
     options.alphabet.bounds.open_blocks = static_cast<int>(
-        decimal_option("--max-open-blocks", *line.max_open_blocks, "a number of blocks (1 to 24)", 1, 24));
+        decimal_option("--max-open-blocks", *line.max_open_blocks,
+                       fmt::format("a number of blocks (1 to {})", explorer::kMaxOpenBlocksBound), 1,
+                       explorer::kMaxOpenBlocksBound));
   }
   if (line.max_live_nodes) {
     options.alphabet.bounds.live_nodes = static_cast<int>(
-        decimal_option("--max-live-nodes", *line.max_live_nodes, "a number of nodes (1 to 16)", 1, 16));
+        decimal_option("--max-live-nodes", *line.max_live_nodes,
+                       fmt::format("a number of nodes (1 to {})", explorer::kMaxLiveNodesBound), 1,
+                       explorer::kMaxLiveNodesBound));
   }
   options.semantics = semantics_option(line.semantics.value_or("fp8sm"));
   if (line.modules) {

@@ -9,6 +9,11 @@
 
 namespace fp8sm::explorer {
 
+// The largest bounds a search takes: what the flat state has room for (the interpreter's open
+// scopes, one graph's nodes). The command line's help text names these numbers (command_line.cpp).
+inline constexpr int kMaxOpenBlocksBound = static_cast<int>(interpreter::capacity::Scopes::kCapacity);
+inline constexpr int kMaxLiveNodesBound = static_cast<int>(driver::capacity::GraphNodes::kCapacity);
+
 // Nodes of the program's step graph and saved tapes that a later backward could still visit:
 // those of graphs not freed by a backward without retain, each not freed itself.
 int live_nodes(const ModelState& state);

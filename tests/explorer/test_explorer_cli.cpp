@@ -204,6 +204,80 @@ TEST(ExplorerDepth, DepthsAndModulesPastTheFlatStatesCapacitiesAreRefused) {
   EXPECT_EQ(explorer("random --modules 16 --count 1").status, 0);  // programs to run need no flat state
 }
 
+// A search to the fixpoint as a user runs it (docs/explorer.md, "Fixpoint"). Within one open
+// block and one live node, fp8sm's programs reach finitely many states (tests/explorer/
+// test_fixpoint_search.cpp compares them with a plain breadth-first search): the report says
+// "fixpoint", exit 0, and its text and JSON agree. Cut short at depth 3, where the third layer
+// still adds states (programs of three statements reach states two cannot: the two-statement
+// layer is not the last of a fixpoint at depth 12 or so), it is incomplete: exit 3.
+TEST(ExplorerFixpoint, SaysFixpointOrNoFixpointInTextAndJson) {
+  const std::string bounds = "--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --modules 1 --check I1,I2,I3,I6,I7";
+  const Result text = explorer(bounds);
+  EXPECT_EQ(text.status, 0) << text.out;
+  EXPECT_NE(text.out.find("bounds: programs hold at most 1 open block and 1 graph node"), std::string::npos) << text.out;
+  const std::size_t line = text.out.find("\nfixpoint at depth ");
+  ASSERT_NE(line, std::string::npos) << text.out;
+  const Result json = explorer(bounds + " --json");
+  EXPECT_EQ(json.status, 0);
+  const nlohmann::json report = document(json);
+  EXPECT_TRUE(report["until_fixpoint"].get<bool>());
+  EXPECT_TRUE(report["complete"].get<bool>());
+  EXPECT_EQ(report["bounds"]["open_blocks"], 1);
+  EXPECT_EQ(report["bounds"]["live_nodes"], 1);
+  const int depth = report["fixpoint_depth"].get<int>();
+  const std::string states = std::to_string(report["distinct_states"].get<std::uint64_t>());
+  EXPECT_EQ(text.out.substr(line + 1, text.out.find('\n', line + 1) - line - 1),
+            "fixpoint at depth " + std::to_string(depth) + ": every program within the bounds, of any length, reaches one of these " +
+                states + " states");
+  // The last layer added nothing, the one at the fixpoint's depth something.
+  const auto& layers = report["layers"];
+  ASSERT_EQ(layers.size(), static_cast<std::size_t>(depth) + 2);
+  EXPECT_EQ(layers[static_cast<std::size_t>(depth) + 1]["frontier"], 0);
+  EXPECT_GT(layers[static_cast<std::size_t>(depth)]["frontier"].get<int>(), 0);
+
+  const Result cut = explorer(bounds + " --depth 3 --json");
+  EXPECT_EQ(cut.status, 3) << cut.out;
+  EXPECT_EQ(document(cut)["stopped_by"], "no-fixpoint");
+  EXPECT_TRUE(document(cut)["fixpoint_depth"].is_null());
+  const Result cut_text = explorer(bounds + " --depth 3");
+  EXPECT_NE(cut_text.out.find("no fixpoint by depth 3: that layer still added"), std::string::npos) << cut_text.out;
+}
+
+// pr3213's I2 counterexample (5 statements, the seed discussion's) stays within one open block
+// and one node: its search to the fixpoint finds it, exit 1.
+TEST(ExplorerFixpoint, FindsTheViolationsOfASemanticsThatHasThem) {
+  const Result r = explorer("--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --modules 1 --semantics pr3213 "
+                            "--check I1,I2,I3,I6,I7 --json");
+  EXPECT_EQ(r.status, 1) << r.out;
+  bool i2 = false;
+  const nlohmann::json report = document(r);
+  for (const auto& v : report["violations"]) i2 = i2 || v["invariant"] == "I2";
+  EXPECT_TRUE(i2) << r.out;
+}
+
+// What a search to the fixpoint refuses, before it starts: no bounds (there would be no
+// fixpoint), bounds past the flat state's room, a depth past its paths', a snapshot.
+TEST(ExplorerFixpoint, RefusesWhatCannotReachOrKeepAFixpoint) {
+  const Result unbounded = explorer("--until-fixpoint");
+  EXPECT_EQ(unbounded.status, 2);
+  EXPECT_NE(unbounded.out.find("--until-fixpoint needs --max-open-blocks K and --max-live-nodes M"), std::string::npos)
+      << unbounded.out;
+  const Result blocks = explorer("--until-fixpoint --max-open-blocks 17 --max-live-nodes 1");
+  EXPECT_EQ(blocks.status, 2);
+  EXPECT_NE(blocks.out.find("--max-open-blocks: must be 1 to 16"), std::string::npos) << blocks.out;
+  const Result nodes = explorer("--until-fixpoint --max-open-blocks 1 --max-live-nodes 17");
+  EXPECT_EQ(nodes.status, 2);
+  EXPECT_NE(nodes.out.find("--max-live-nodes: must be 1 to 16"), std::string::npos) << nodes.out;
+  const Result deep = explorer("--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --depth 49");
+  EXPECT_EQ(deep.status, 2);
+  EXPECT_NE(deep.out.find("--depth: must be 1 to 48"), std::string::npos) << deep.out;
+  TemporaryDirectory directory;
+  const Result snapshot =
+      explorer("--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --snapshot " + directory.file("snapshot"));
+  EXPECT_EQ(snapshot.status, 2);
+  EXPECT_NE(snapshot.out.find("a search to the fixpoint takes no snapshot"), std::string::npos) << snapshot.out;
+}
+
 // Options stand before or after the command and are honoured there (they used to be dropped
 // silently before `run`).
 TEST(ExplorerOptions, HonouredBeforeTheCommand) {
