@@ -95,8 +95,7 @@ bool same_scope(const Scope& a, const Scope& b) {
   return true;
 }
 
-// Drops the owners no longer live, then the scopes with fewer than `least` owners left and the
-// repeats of an earlier scope.
+// Drops the owners no longer live; true if it dropped any.
 template <class Owners>
 bool drop_dead(Owners& owners) {
   const auto live_end = std::remove_if(owners.begin(), owners.end(), [](const auto& o) { return !o.live; });
@@ -105,6 +104,8 @@ bool drop_dead(Owners& owners) {
   return true;
 }
 
+// Drops each scope's owners no longer live, then the scopes with fewer than `least` owners left
+// and the repeats of an earlier scope; true if it dropped anything.
 template <class Scopes>
 bool keep_what_can_violate(Scopes& scopes, std::size_t least) {
   bool dropped = false;

@@ -169,9 +169,7 @@ void FingerprintSet::grow(std::size_t count) {
   if (homes_ > 16 * count + (std::size_t{1} << 20)) {
     throw std::length_error("fingerprints crowd into too few homes of the seen-set: not a hash's");
   }
-  const std::size_t size = size_;
   rehash(static_cast<std::size_t>(static_cast<double>(homes_) * kGrowth), count);
-  size_ = size;
 }
 
 bool FingerprintSet::contains(const Fingerprint& fingerprint) const {
@@ -188,8 +186,8 @@ void FingerprintSet::for_each(Visit&& visit) const {
     const std::size_t h = i - (slot.distance - 1);
     // The one high word of home h whose low L bits are the slot's.
     const std::uint64_t start = starts.start_of(h);
-    const std::uint64_t low_bits = static_cast<std::uint64_t>(slot.key & ones(high_bits_));
-    const Fingerprint fingerprint{start + static_cast<std::uint64_t>((low_bits - start) & ones(high_bits_)),
+    const std::uint64_t low_bits = static_cast<std::uint64_t>(slot.key & high_mask_);
+    const Fingerprint fingerprint{start + static_cast<std::uint64_t>((low_bits - start) & high_mask_),
                                   static_cast<std::uint64_t>(slot.key >> high_bits_)};
     visit(fingerprint);
   }
