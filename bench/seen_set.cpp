@@ -12,26 +12,21 @@
 #include <cstdint>
 
 #include "explorer/search/fingerprint_set.hpp"
+#include "spread_fingerprints.hpp"
 
 namespace {
 
 using fp8sm::explorer::Fingerprint;
 using fp8sm::explorer::FingerprintSet;
 
-// splitmix64: distinct inputs, well-spread outputs, as XXH3's.
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+// Distinct, well-spread fingerprints, as XXH3's.
+Fingerprint fingerprint_of(std::uint64_t i) {
+  return {fp8sm::test_support::splitmix64(i), fp8sm::test_support::splitmix64(i + (1ull << 62))};
 }
-Fingerprint fingerprint_of(std::uint64_t i) { return {mix(i), mix(i + (1ull << 62))}; }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-double collision_probability(double n) { return std::min(1.0, n * n / std::ldexp(1.0, FingerprintSet::kEffectiveBits + 1)); }
 
 }  // namespace
 
@@ -62,12 +57,12 @@ int main(int argc, char** argv) {
   fmt::print("{} states in {} homes ({:.0f} % full): {:.2f} bytes a state, {:.1f} M inserts/s, {:.1f} M repeat lookups/s, "
              "collision probability {:.1e}\n",
              states, set.home_slots(), 100.0 * n / static_cast<double>(set.home_slots()), static_cast<double>(set.bytes()) / n,
-             n / insert_seconds / 1e6, n / lookup_seconds / 1e6, collision_probability(n));
+             n / insert_seconds / 1e6, n / lookup_seconds / 1e6, FingerprintSet::collision_probability(n));
   fmt::print("a table 90 % full, {} bits kept a state:\n", FingerprintSet::kEffectiveBits);
   const FingerprintSet empty(16);  // bytes_for(n) is what a table of n takes, or this one's bytes if more
   for (const double at : {1e6, 1e8, 1e9, 1e10}) {
     fmt::print("  {:.0e} states: {:.2f} bytes a state, collision probability {:.1e}\n", at,
-               static_cast<double>(empty.bytes_for(static_cast<std::size_t>(at))) / at, collision_probability(at));
+               static_cast<double>(empty.bytes_for(static_cast<std::size_t>(at))) / at, FingerprintSet::collision_probability(at));
   }
   return 0;
 }

@@ -67,14 +67,18 @@ class HomeStarts {
 FingerprintSet::FingerprintSet(std::size_t initial_slots) { shape(std::max(initial_slots, kMinHomes)); }
 
 void FingerprintSet::shape(std::size_t homes) {
+  size_fields(homes);
+  bytes_.assign(bytes_of(homes), 0);
+  size_ = 0;
+}
+
+void FingerprintSet::size_fields(std::size_t homes) {
   homes_ = homes;
   slots_ = homes + kMaxDistance;
   high_bits_ = high_bits_for(homes);
   width_ = width_for(homes);
   high_mask_ = ones(high_bits_);
   slot_mask_ = ones(width_);
-  bytes_.assign(bytes_of(homes), 0);
-  size_ = 0;
   limit_ = limit_for(homes);
 }
 
@@ -215,8 +219,8 @@ void FingerprintSet::reserve(std::size_t n) {
 void FingerprintSet::assign(std::size_t home_slots, std::vector<std::uint8_t> bytes) {
   auto refuse = [] { throw std::invalid_argument("these are not the slots of a fingerprint set"); };
   if (home_slots < kMinHomes || home_slots > (std::size_t{1} << 40) || bytes.size() != bytes_of(home_slots)) refuse();
-  FingerprintSet table(1);
-  table.shape(home_slots);
+  FingerprintSet table(kMinHomes);
+  table.size_fields(home_slots);  // the bytes are the snapshot's: no table of that size allocated first
   table.bytes_ = std::move(bytes);
   // Every slot within its bounds, homes in order.
   std::size_t size = 0;

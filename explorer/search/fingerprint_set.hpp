@@ -21,6 +21,8 @@
 // states 90 % full, 8.5 at 10^8, 7.9 at 10^9, 7.5 at 10^10 (docs/performance.md).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -37,6 +39,12 @@ class FingerprintSet {
   static constexpr std::uint32_t kMaxDistance = (1u << kDistanceBits) - 2;  // 0 marks an empty slot
 
   explicit FingerprintSet(std::size_t initial_slots = 1024);
+
+  // The chance that two of `n` distinct states share the kEffectiveBits the set keeps, so that
+  // the second is taken for the first: at most n² / 2^(kEffectiveBits + 1) (the birthday bound).
+  static double collision_probability(double n) {
+    return std::min(1.0, n * n / std::ldexp(1.0, kEffectiveBits + 1));
+  }
 
   // True if `fingerprint` was not in the set (it is now).
   bool insert(const Fingerprint& fingerprint);
@@ -96,6 +104,7 @@ class FingerprintSet {
   template <class Visit>
   void for_each(Visit&& visit) const;
   void shape(std::size_t homes);  // sizes the fields and bytes for `homes` homes (all empty)
+  void size_fields(std::size_t homes);  // the fields alone, for bytes that come from elsewhere
 
   std::size_t homes_ = 0;
   std::size_t slots_ = 0;  // homes_ + kMaxDistance, and one more that stays empty

@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -351,8 +350,7 @@ SearchResult RankSearch::finish(std::chrono::steady_clock::time_point start) {
     result_.peak_memory_per_rank.push_back(value);
   }
   result_.peak_memory_bytes = *std::max_element(result_.peak_memory_per_rank.begin(), result_.peak_memory_per_rank.end());
-  const double n = static_cast<double>(result_.distinct);
-  result_.collision_probability = std::min(1.0, n * n / std::ldexp(1.0, FingerprintSet::kEffectiveBits + 1));
+  result_.collision_probability = FingerprintSet::collision_probability(static_cast<double>(result_.distinct));
   result_.seconds = seconds_since(start);
   return std::move(result_);
 }

@@ -15,6 +15,7 @@
 #include "explorer/search/search.hpp"
 #include "explorer/search/thread_ranks.hpp"
 #include "scenario_helpers.hpp"
+#include "spread_fingerprints.hpp"
 
 namespace fp8sm {
 namespace {
@@ -212,13 +213,8 @@ TEST(DistributedSearch, AnInterruptOnOneRankStopsEveryRankAtTheSameRound) {
 TEST(OwnerOf, SpreadsFingerprintsEvenlyOverTheRanks) {
   for (int ranks : {2, 3, 7}) {
     std::vector<int> counts(static_cast<std::size_t>(ranks), 0);
-    std::uint64_t state = 1;
     for (int i = 0; i < 70000; ++i) {
-      // splitmix64: well-mixed 64-bit values, as XXH3 fingerprints are
-      std::uint64_t x = (state += 0x9E3779B97F4A7C15ull);
-      x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-      x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-      x ^= x >> 31;
+      const std::uint64_t x = test_support::splitmix64(static_cast<std::uint64_t>(i));  // as XXH3's bits
       // the high word fixed: the owner comes from bits the seen-set neither places by nor keeps
       const int owner = explorer::owner_of(explorer::Fingerprint{0, x}, ranks);
       ASSERT_GE(owner, 0);

@@ -22,6 +22,7 @@
 #include "explorer/search/snapshot.hpp"
 #include "explorer/search/thread_ranks.hpp"
 #include "spec/format.hpp"
+#include "spread_fingerprints.hpp"
 #include "temporary_directory.hpp"
 
 namespace {
@@ -108,19 +109,12 @@ class WalkCursor : public ModelCursor {
     return code != kOpen && walk.x == 5;
   }
 
-  static std::uint64_t mix(std::uint64_t z) {
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-
   static ModelStep settled(const Walk& walk) {
     ModelStep step;
     // splitmix64's finaliser: distinct states, distinct and well-spread fingerprints (both words:
     // the seen-set and the ranks read both).
     const std::uint64_t state = static_cast<std::uint64_t>(walk.x) * 2 + (walk.open ? 1 : 0);
-    step.fingerprint = {mix(state), mix(state + (1ull << 40))};
+    step.fingerprint = {fp8sm::test_support::splitmix64(state), fp8sm::test_support::splitmix64(state + (1ull << 40))};
     step.top_level = !walk.open;
     if (step.top_level && walk.x == 4) step.end_violations = only(Invariant::I2);
     return step;

@@ -11,19 +11,16 @@
 #include "explorer/search/fingerprint_set.hpp"
 #include "explorer/search/frontier.hpp"
 #include "explorer/search/search_path.hpp"
+#include "spread_fingerprints.hpp"
 #include "statemachine/storage.hpp"
 
 namespace fp8sm::explorer {
 namespace {
 
 // A well-spread fingerprint for each of `n` values (splitmix64 on both words).
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+Fingerprint fingerprint_of(std::uint64_t value) {
+  return {test_support::splitmix64(value), test_support::splitmix64(value ^ 0xA5A5A5A5A5A5A5A5ull)};
 }
-Fingerprint fingerprint_of(std::uint64_t value) { return {mix(value), mix(value ^ 0xA5A5A5A5A5A5A5A5ull)}; }
 
 // What the set keeps of a fingerprint: the high word and the low word's low 16 bits.
 std::pair<std::uint64_t, std::uint64_t> kept(const Fingerprint& f) { return {f.high, f.low & 0xFFFF}; }
