@@ -3,8 +3,9 @@
 // stored them). The states themselves are rebuilt from their paths when expanded.
 //
 // A slot is 24 bytes: the key and a path of up to 16 codes, which is every path of a
-// depth-bounded search. A longer one (a search to the fixpoint) is kept whole in a second store
-// and its slot names it there, so long paths cost their bytes only where they occur.
+// depth-bounded search. A longer one (a search to the fixpoint) has its codes, and no padding,
+// in a second store, one after the other, and its slot names where they lie and how many they
+// are: a long path costs its own length (17 to 96 bytes), only where it occurs.
 //
 // Slots and long paths live in fixed-size chunks: growing never copies the layer nor holds
 // twice its size, as a doubling vector would (the next layer is built while the search is
@@ -31,7 +32,7 @@ class Frontier {
   static constexpr std::size_t kChunk = std::size_t{1} << 12;  // slots a chunk: 96 KiB
   static constexpr int kInlineCodes = 16;
   static constexpr std::size_t kSlotChunkBytes = kChunk * 24;                    // a chunk of slots
-  static constexpr std::size_t kLongPathChunkBytes = kChunk * sizeof(SearchPath);  // a chunk of long paths
+  static constexpr std::size_t kLongPathChunkBytes = std::size_t{1} << 16;       // a chunk of long paths' codes
 
   void push_back(const FrontierEntry& entry);
   FrontierEntry operator[](std::size_t i) const;
@@ -45,14 +46,16 @@ class Frontier {
     chunks_.clear();
     long_paths_.clear();
     size_ = 0;
-    long_size_ = 0;
+    long_bytes_ = 0;
   }
   std::size_t bytes() const { return chunks_.size() * kSlotChunkBytes + long_paths_.size() * kLongPathChunkBytes; }
   // The bytes storing one more entry with `path` adds: none, or a new chunk of slots, and of
   // long paths for a path past kInlineCodes.
   std::size_t growth_for(const SearchPath& path) const {
     std::size_t bytes = size_ == chunks_.size() * kChunk ? kSlotChunkBytes : 0;
-    if (path.size() > kInlineCodes && long_size_ == long_paths_.size() * kChunk) bytes += kLongPathChunkBytes;
+    const int codes = path.size();
+    if (codes > kInlineCodes && long_path_start(codes) + static_cast<std::size_t>(codes) > long_paths_.size() * kLongPathChunkBytes)
+      bytes += kLongPathChunkBytes;
     return bytes;
   }
   // The index of the first entry whose key is not less than `key` (entries are in key order).
@@ -60,7 +63,7 @@ class Frontier {
 
  private:
   // The key and the path's codes, padded with kNoStatementCode; or, for a longer path,
-  // kLongPath and where the path lies among long_paths_.
+  // kLongPath, its length (codes[1]) and where its codes start among long_paths_ (codes[8..15]).
   struct Slot {
     std::uint64_t key;
     std::uint8_t codes[kInlineCodes];
@@ -69,11 +72,17 @@ class Frontier {
   static constexpr std::uint8_t kLongPath = 0x3E;  // no statement, and not kNoStatementCode
 
   const Slot& slot(std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
+  // Where the next long path of `codes` codes starts: at the end of the last, or at the next
+  // chunk's start if it would cross into it (a path is read from one chunk).
+  std::size_t long_path_start(int codes) const {
+    const std::size_t room = kLongPathChunkBytes - long_bytes_ % kLongPathChunkBytes;
+    return room < static_cast<std::size_t>(codes) ? long_bytes_ + room : long_bytes_;
+  }
 
   std::vector<std::unique_ptr<Slot[]>> chunks_;
-  std::vector<std::unique_ptr<SearchPath[]>> long_paths_;
+  std::vector<std::unique_ptr<std::uint8_t[]>> long_paths_;
   std::size_t size_ = 0;
-  std::size_t long_size_ = 0;
+  std::size_t long_bytes_ = 0;  // the end of the last long path's codes
 };
 
 }  // namespace fp8sm::explorer

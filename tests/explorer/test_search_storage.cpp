@@ -263,5 +263,34 @@ TEST(Frontier, KeepsLongPathsBesideTheSlots) {
   EXPECT_EQ(frontier[3].path, path_of(3));
 }
 
+// A long path costs its own codes, not a whole path's 96 bytes: a chunk of long paths holds
+// floor(chunk / 40) paths of 40 codes (none crosses into the next chunk), and they read back.
+TEST(Frontier, StoresALongPathInItsOwnLength) {
+  constexpr int kCodes = 40;
+  constexpr std::size_t kPerChunk = Frontier::kLongPathChunkBytes / kCodes;
+  static_assert(Frontier::kLongPathChunkBytes % kCodes != 0, "a path would end at a chunk's end");
+  auto path_of = [](std::size_t i) {
+    SearchPath path;
+    for (int c = 0; c < kCodes; ++c) path.push(static_cast<std::uint8_t>((i * 7 + static_cast<std::size_t>(c)) % 13));
+    return path;
+  };
+  Frontier frontier;
+  const std::size_t n = 2 * kPerChunk + 1;  // three chunks of codes
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == kPerChunk) {
+      EXPECT_EQ(frontier.growth_for(path_of(i)), Frontier::kLongPathChunkBytes);
+    }
+    frontier.push_back(FrontierEntry{i, path_of(i)});
+  }
+  const std::size_t slot_chunks = (n + Frontier::kChunk - 1) / Frontier::kChunk;
+  EXPECT_EQ(frontier.bytes(), slot_chunks * Frontier::kSlotChunkBytes + 3 * Frontier::kLongPathChunkBytes);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(frontier[i].path, path_of(i)) << i;
+  frontier.truncate(kPerChunk);  // the first chunk of codes is all the kept entries need
+  EXPECT_EQ(frontier.bytes(), Frontier::kSlotChunkBytes + Frontier::kLongPathChunkBytes);
+  frontier.push_back(FrontierEntry{0, path_of(5)});
+  EXPECT_EQ(frontier[kPerChunk].path, path_of(5));
+  EXPECT_EQ(frontier[kPerChunk - 1].path, path_of(kPerChunk - 1));
+}
+
 }  // namespace
 }  // namespace fp8sm::explorer
