@@ -173,12 +173,13 @@ Fingerprint ModelRunner::fingerprint(const ModelState& state) const {
 
 std::vector<std::pair<std::string, std::string>> ModelRunner::canonical_parts(const ModelState& state) const {
   std::vector<std::pair<std::string, std::string>> parts;
-  ByteWriter facts;
-  facts.clear();
-  write_canonical(state.facts, with_reference_, facts);
-  parts.emplace_back("facts", std::string(facts.data(), facts.size()));
+  // Reused, as fingerprint's: a writer's buffer is several states wide, and zeroed when made (the
+  // growth analysis, model/state_growth.hpp, asks for every state's parts).
+  thread_local ByteWriter bytes;
+  bytes.clear();
+  write_canonical(state.facts, with_reference_, bytes);
+  parts.emplace_back("facts", std::string(bytes.data(), bytes.size()));
   auto run_parts = [&](const RunState& run, const char* prefix) {
-    ByteWriter bytes;
     bytes.clear();
     PartMarks marks(bytes.data());
     write_canonical(run, carried_, canonical_ids_, with_reference_, abstractions_, bytes, &marks);

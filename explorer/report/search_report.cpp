@@ -117,9 +117,17 @@ std::string fixpoint_line(const SearchOptions& options, const SearchResult& resu
   }
   if (result.stop_reason != StopReason::NoFixpoint) return "";
   const std::uint64_t last = result.layers.empty() ? 0 : result.layers.back().frontier;
-  return fmt::format("no fixpoint by depth {}: that layer still added {} states (bench/state_growth names the parts "
-                     "of the state that still take new values)\n",
-                     result.depth_completed, last);
+  std::string out = fmt::format("no fixpoint by depth {}: that layer still added {} states\n", result.depth_completed, last);
+  if (!result.still_growing) return out;
+  const SearchResult::StillGrowing& growing = *result.still_growing;
+  out += fmt::format("what still grows: the parts of the state that took new values at depth {} of the same programs "
+                     "({} states; bench/state_growth prints every part, layer by layer):\n",
+                     growing.depth, growing.states);
+  if (growing.parts.empty()) out += "    none: that depth added states whose parts each hold values seen before\n";
+  for (std::size_t i = 0; i < growing.parts.size(); ++i) {
+    out += fmt::format("    {}, as after: {}\n", growing.parts[i], growing.examples[i]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -234,6 +242,18 @@ Json search_json(const SearchOptions& options, const SearchResult& result) {
   document["until_fixpoint"] = options.until_fixpoint;
   // The fixpoint's depth (the longest shortest path to a state), or null: none was reached.
   document["fixpoint_depth"] = result.fixpoint ? Json(result.depth_completed - 1) : Json(nullptr);
+  // No fixpoint by the search's depth: what still grows (SearchResult::StillGrowing); else null.
+  if (result.still_growing) {
+    Json parts = Json::array();
+    for (std::size_t i = 0; i < result.still_growing->parts.size(); ++i) {
+      parts.push_back({{"part", result.still_growing->parts[i]}, {"example", result.still_growing->examples[i]}});
+    }
+    document["still_growing"] = {{"depth", result.still_growing->depth},
+                                 {"states", result.still_growing->states},
+                                 {"parts", parts}};
+  } else {
+    document["still_growing"] = nullptr;
+  }
   Json layers = Json::array();
   for (const LayerStats& l : result.layers) {
     layers.push_back(

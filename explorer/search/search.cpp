@@ -2,8 +2,10 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <stdexcept>
 
+#include "explorer/model/state_growth.hpp"
 #include "explorer/search/engine.hpp"
 #include "explorer/search/program_model.hpp"
 #include "explorer/search/rank_search.hpp"
@@ -50,6 +52,29 @@ void check_engine_options(const EngineOptions& options) {
   }
 }
 
+// What keeps a search to the fixpoint from its fixpoint: the growth analysis of the same
+// programs, to the depth the search gave up at or until it has stored kGrowthBudget states,
+// whichever comes first (some 5 seconds: it replays every path and keeps every part's values, as
+// bench/state_growth does, at about 50 thousand states a second).
+constexpr std::size_t kGrowthBudget = 100'000;
+
+SearchResult::StillGrowing still_growing(const SearchOptions& options, const SearchResult& result) {
+  StateGrowthOptions growth_options;
+  growth_options.depth = std::max(1, result.depth_completed);
+  growth_options.max_states = kGrowthBudget;
+  const StateGrowth growth = measure_state_growth(options, growth_options);
+  SearchResult::StillGrowing growing;
+  growing.depth = growth.layers();
+  growing.states = growth.states.empty() ? 0 : growth.states.back();
+  for (const std::string& part : growth.still_growing()) {
+    growing.parts.push_back(part);
+    const auto example = growth.examples.find(part);
+    growing.examples.push_back(example == growth.examples.end() || example->second.empty() ? ""
+                                                                                         : example->second.front().program);
+  }
+  return growing;
+}
+
 }  // namespace
 
 SearchResult run_engine(const EngineOptions& options, const SearchModel& model, Ranks& ranks,
@@ -61,7 +86,9 @@ SearchResult run_engine(const EngineOptions& options, const SearchModel& model, 
 SearchResult search(const SearchOptions& options, Ranks& ranks, const ProgressCallback& progress) {
   check_search_options(options);
   const ProgramModel model(options);
-  return run_engine(options, model, ranks, progress);
+  SearchResult result = run_engine(options, model, ranks, progress);
+  if (result.stop_reason == StopReason::NoFixpoint) result.still_growing = still_growing(options, result);
+  return result;
 }
 
 SearchResult search(const SearchOptions& options, const ProgressCallback& progress) {

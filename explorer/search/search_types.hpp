@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,16 @@ struct SearchResult {
   int memory_stop_rank = -1;
   std::uint64_t memory_share = 0;
   int resumed_from_layer = -1;  // a resumed search: the snapshot's layer; -1 otherwise
+  // A search to the fixpoint that found none (StopReason::NoFixpoint): what still grows, by the
+  // model's analysis of the same programs within a budget (model/state_growth.hpp): the parts
+  // of the state that took new values in its last layer, each with a program that gave it one.
+  struct StillGrowing {
+    int depth = 0;             // the analysis' last layer
+    std::uint64_t states = 0;  // the states it had stored then
+    std::vector<std::string> parts;
+    std::vector<std::string> examples;  // per part, one line
+  };
+  std::optional<StillGrowing> still_growing;
 };
 
 using ProgressCallback = std::function<void(const LayerStats&, double seconds)>;

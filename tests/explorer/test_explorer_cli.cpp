@@ -243,6 +243,45 @@ TEST(ExplorerFixpoint, SaysFixpointOrNoFixpointInTextAndJson) {
   EXPECT_NE(cut_text.out.find("no fixpoint by depth 3: that layer still added"), std::string::npos) << cut_text.out;
 }
 
+// Where there is no fixpoint, the report says what still grows, in text and JSON alike: upstream
+// keeps the recompute context of every checkpoint, whose forward state it restores, in its
+// checkpoint frames (docs/explorer.md, "Fixpoint"), so within one open block and one node that
+// part takes a new value with every further checkpoint. Each part comes with a program that gave
+// it one, a whole program `explorer run` takes.
+TEST(ExplorerFixpoint, NamesWhatStillGrowsWhereThereIsNone) {
+  const std::string args = "--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --modules 1 --semantics upstream "
+                           "--check I1,I2,I3,I6,I7 --depth 6";
+  const Result text = explorer(args);
+  const Result json = explorer(args + " --json");
+  EXPECT_EQ(json.status, 1) << json.out;  // upstream violates I6 within these bounds
+  const nlohmann::json report = document(json);
+  EXPECT_EQ(report["stopped_by"], "no-fixpoint");
+  const nlohmann::json& growing = report["still_growing"];
+  ASSERT_TRUE(growing.is_object()) << json.out;
+  EXPECT_EQ(growing["depth"], 6);
+  const std::string heading =
+      "what still grows: the parts of the state that took new values at depth 6 of the same programs (" +
+      std::to_string(growing["states"].get<std::uint64_t>()) + " states;";
+  EXPECT_NE(text.out.find(heading), std::string::npos) << text.out;
+  bool frames = false;
+  for (const auto& part : growing["parts"]) {
+    const std::string name = part["part"];
+    frames = frames || name == "program.machine.checkpoint_frames";
+    const std::string line = "    " + name + ", as after: " + part["example"].get<std::string>() + "\n";
+    EXPECT_NE(text.out.find(line), std::string::npos) << line << text.out;
+    TemporaryDirectory directory;
+    const std::string file = directory.file("example.scn");
+    std::ofstream(file) << part["example"].get<std::string>() << "\n";
+    const Result run = explorer("run " + file + " --semantics upstream");
+    EXPECT_NE(run.status, 2) << name << ": " << run.out;  // a program, not a usage error
+  }
+  EXPECT_TRUE(frames) << json.out;
+  // A search that reaches its fixpoint has nothing to name.
+  const Result fixpoint =
+      explorer("--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --modules 1 --check I1,I2,I3,I6,I7 --json");
+  EXPECT_TRUE(document(fixpoint)["still_growing"].is_null());
+}
+
 // pr3213's I2 counterexample (5 statements, the seed discussion's) stays within one open block
 // and one node: its search to the fixpoint finds it, exit 1.
 TEST(ExplorerFixpoint, FindsTheViolationsOfASemanticsThatHasThem) {

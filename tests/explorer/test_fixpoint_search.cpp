@@ -4,6 +4,7 @@
 // lets programs of any length fit the flat state.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <unordered_set>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "explorer/model/alphabet.hpp"
 #include "explorer/model/model_state.hpp"
 #include "explorer/model/resource_bounds.hpp"
+#include "explorer/model/state_growth.hpp"
 #include "explorer/search/search.hpp"
 #include "interpreter/interpreter.hpp"
 #include "spec/random_program.hpp"
@@ -106,6 +108,47 @@ TEST(FixpointSearch, ReachesTheStatesAPlainBreadthFirstSearchReaches) {
     EXPECT_EQ(result.depth_completed - 1, plain.deepest) << spec::name(semantics);
     EXPECT_GT(plain.deepest, kMaxKeyLayers) << "the fixpoint lies past the layers a key holds";
   }
+}
+
+// The growth analysis (model/state_growth.hpp) walks the programs as the engine does: after each
+// layer it has stored the states the search has, where the search reaches its fixpoint it does
+// too, and there nothing still grows. Where upstream has none (its recompute contexts and its
+// FIFO of captured bits outlive the step, docs/explorer.md "Fixpoint"), the search's report names
+// what the analysis found growing, the machine's checkpoint frames among them, each part with a
+// program that gave it a new value.
+TEST(FixpointSearch, TheGrowthAnalysisTakesTheSearchsLayersAndNamesWhatGrows) {
+  for (Semantics semantics : {Semantics::Fp8sm, Semantics::Pr3213}) {
+    SearchOptions options = bounded(semantics, 1, 1);
+    options.until_fixpoint = true;
+    options.depth = kMaxFixpointDepth;
+    const SearchResult result = search(options);
+    ASSERT_TRUE(result.fixpoint) << spec::name(semantics);
+    EXPECT_FALSE(result.still_growing.has_value());
+    StateGrowthOptions growth_options;
+    growth_options.depth = kMaxFixpointDepth;
+    const StateGrowth growth = measure_state_growth(options, growth_options);
+    EXPECT_TRUE(growth.fixpoint) << spec::name(semantics);
+    EXPECT_TRUE(growth.still_growing().empty());
+    ASSERT_EQ(growth.states.size() + 1, result.layers.size()) << spec::name(semantics);  // the search's has depth 0
+    for (std::size_t d = 1; d < result.layers.size(); ++d) EXPECT_EQ(growth.states[d - 1], result.layers[d].distinct) << d;
+  }
+  SearchOptions options = bounded(Semantics::Upstream, 1, 1);
+  options.until_fixpoint = true;
+  options.depth = 6;
+  const SearchResult result = search(options);
+  ASSERT_EQ(result.stop_reason, StopReason::NoFixpoint);
+  ASSERT_TRUE(result.still_growing.has_value());
+  const SearchResult::StillGrowing& growing = *result.still_growing;
+  EXPECT_EQ(growing.depth, 6);
+  EXPECT_EQ(growing.states, result.distinct);  // within the analysis' budget: the same programs, the same states
+  ASSERT_EQ(growing.examples.size(), growing.parts.size());
+  EXPECT_NE(std::find(growing.parts.begin(), growing.parts.end(), "program.machine.checkpoint_frames"), growing.parts.end());
+  for (std::size_t i = 0; i < growing.parts.size(); ++i) {
+    EXPECT_NO_THROW(spec::parse_scenario(growing.examples[i])) << growing.parts[i] << ": " << growing.examples[i];
+  }
+  StateGrowthOptions growth_options;
+  growth_options.depth = 6;
+  EXPECT_EQ(measure_state_growth(options, growth_options).still_growing(), growing.parts);
 }
 
 // Renumbering the keys after every layer keeps their order: the first layers of a search to the

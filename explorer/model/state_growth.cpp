@@ -1,0 +1,169 @@
+#include "explorer/model/state_growth.hpp"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <unordered_set>
+#include <utility>
+
+#include "explorer/model/alphabet.hpp"
+#include "explorer/model/model_state.hpp"
+#include "explorer/model/resource_bounds.hpp"
+#include "spec/scenario_parser.hpp"
+#include "statemachine/storage.hpp"
+
+namespace fp8sm::explorer {
+
+using spec::Statement;
+
+std::vector<std::string> StateGrowth::still_growing() const {
+  std::vector<std::string> parts;
+  if (fixpoint || states.empty()) return parts;
+  for (const auto& [name, counts] : part_values) {
+    const std::size_t last = counts.back();
+    const std::size_t before = counts.size() >= 2 ? counts[counts.size() - 2] : 0;
+    if (last > before) parts.push_back(name);
+  }
+  return parts;
+}
+
+namespace {
+
+std::string hex_of(const std::string& bytes) {
+  std::string hex;
+  for (unsigned char c : bytes) hex += fmt::format("{:02x}", c);
+  return hex;
+}
+
+// The analysis' state between layers: the runner and its scratch states, the fingerprints
+// stored and each part's values.
+class GrowthWalk {
+ public:
+  GrowthWalk(const ModelSettings& settings, const StateGrowthOptions& options)
+      : settings_(settings),
+        options_(options),
+        runner_(settings.semantics, settings.checks, settings.canonical_ids, settings.abstractions),
+        root_(std::make_unique<ModelState>()),
+        parent_(std::make_unique<ModelState>()),
+        child_(std::make_unique<ModelState>()) {
+    runner_.initial(*root_);
+    seen_.insert(runner_.fingerprint(*root_));
+    for (const auto& [name, bytes] : runner_.canonical_parts(*root_)) values_[name].insert(XXH3_64bits(bytes.data(), bytes.size()));
+  }
+
+  StateGrowth run() {
+    std::vector<std::vector<Statement>> frontier = {{}};
+    for (int layer = 1; layer <= options_.depth && !frontier.empty(); ++layer) {
+      examples_.clear();
+      frontier = expand(frontier);
+      growth_.states.push_back(seen_.size());
+      for (auto& [name, values] : values_) {
+        std::vector<std::size_t>& counts = growth_.part_values[name];
+        counts.resize(growth_.states.size() - 1, 0);  // a part first seen now had no values before
+        counts.push_back(values.size());
+      }
+      if (options_.max_states != 0 && seen_.size() > options_.max_states) break;
+    }
+    growth_.fixpoint = frontier.empty();
+    // The last layer's examples, of the parts it gave new values (a part it gave none has none).
+    for (const std::string& part : growth_.still_growing()) growth_.examples[part] = std::move(examples_[part]);
+    return std::move(growth_);
+  }
+
+ private:
+  // The layer after `frontier`: each parent's statements, each with the closes after it.
+  std::vector<std::vector<Statement>> expand(const std::vector<std::vector<Statement>>& frontier) {
+    std::vector<std::vector<Statement>> added;
+    std::vector<Statement> next;
+    for (const std::vector<Statement>& path : frontier) {
+      runner_.copy(*parent_, *root_);
+      for (const Statement& s : path) runner_.apply(*parent_, s);
+      next_statements(parent_->facts, settings_.alphabet, next);
+      for (const Statement& first : next) {
+        runner_.copy(*child_, *parent_);
+        std::vector<Statement> at = path;
+        std::vector<std::pair<std::vector<Statement>, Fingerprint>> links;
+        pending_.clear();
+        bool within = true;
+        for (Statement via = first;;) {
+          at.push_back(via);
+          try {
+            runner_.apply(*child_, via);
+          } catch (const statemachine::CapacityError& e) {
+            throw statemachine::CapacityError(
+                fmt::format("{} after {}", e.what(), spec::print_scenario_one_line(program_of(at, settings_.alphabet))));
+          }
+          if (!within_bounds(*child_, settings_.alphabet.bounds)) {
+            within = false;
+            break;
+          }
+          count_parts(*child_);
+          links.emplace_back(at, runner_.fingerprint(*child_));
+          if (child_->facts.open.empty()) break;
+          via = close_statement();
+        }
+        if (!within) continue;  // the engine stores none of its states
+        // The chain's whole program (its blocks closed) is the example of a value its states showed.
+        for (std::size_t i = 0; i < pending_.size(); ++i) {
+          const auto& [name, bytes] = pending_[i];
+          if (!values_of(name, i % parts_per_state_).insert(XXH3_64bits(bytes.data(), bytes.size())).second) continue;
+          std::vector<StateGrowth::Example>& kept = examples_[name];
+          if (static_cast<int>(kept.size()) < options_.examples_per_part) {
+            kept.push_back({spec::print_scenario_one_line(program_of(at, settings_.alphabet)), hex_of(bytes)});
+          }
+        }
+        for (auto& [chain, fingerprint] : links) {
+          if (seen_.insert(fingerprint).second) added.push_back(std::move(chain));
+        }
+      }
+    }
+    return added;
+  }
+
+  // Keeps `state`'s parts until its chain ends: they count only if the chain stays within the
+  // bounds, as its states are stored only then.
+  void count_parts(const ModelState& state) {
+    std::vector<std::pair<std::string, std::string>> parts = runner_.canonical_parts(state);
+    parts_per_state_ = std::max<std::size_t>(1, parts.size());
+    for (auto& part : parts) pending_.push_back(std::move(part));
+  }
+
+  // The values of part `name`, the `position`-th of a state's parts: every state has the same
+  // parts in the same order, so the part at a position is found without a lookup by name.
+  std::unordered_set<std::uint64_t>& values_of(const std::string& name, std::size_t position) {
+    if (position >= by_position_.size()) by_position_.resize(position + 1, {nullptr, nullptr});
+    auto& [known, values] = by_position_[position];
+    if (known == nullptr || *known != name) {
+      const auto it = values_.try_emplace(name).first;
+      known = &it->first;
+      values = &it->second;
+    }
+    return *values;
+  }
+
+  const ModelSettings& settings_;
+  const StateGrowthOptions& options_;
+  ModelRunner runner_;
+  std::unique_ptr<ModelState> root_, parent_, child_;
+  std::unordered_set<Fingerprint, FingerprintHash> seen_;
+  std::map<std::string, std::unordered_set<std::uint64_t>> values_;
+  std::map<std::string, std::vector<StateGrowth::Example>> examples_;  // of the layer being added
+  std::vector<std::pair<std::string, std::string>> pending_;           // the parts of the chain's states
+  std::size_t parts_per_state_ = 1;
+  std::vector<std::pair<const std::string*, std::unordered_set<std::uint64_t>*>> by_position_;
+  StateGrowth growth_;
+};
+
+}  // namespace
+
+StateGrowth measure_state_growth(const ModelSettings& settings, const StateGrowthOptions& options) {
+  if (!settings.alphabet.bounds.any()) {
+    throw std::invalid_argument("the growth of a search without resource bounds: nothing bounds it");
+  }
+  return GrowthWalk(settings, options).run();
+}
+
+}  // namespace fp8sm::explorer
