@@ -123,7 +123,7 @@ std::string fixpoint_line(const SearchOptions& options, const SearchResult& resu
   out += fmt::format("what still grows: the parts of the state that took new values at depth {} of the same programs "
                      "({} states; bench/state_growth prints every part, layer by layer):\n",
                      growing.depth, growing.states);
-  if (growing.parts.empty()) out += "    none: that depth added states whose parts each hold values seen before\n";
+  if (growing.parts.empty()) out += "    none: that depth's new states put together values each part had held before\n";
   for (std::size_t i = 0; i < growing.parts.size(); ++i) {
     out += fmt::format("    {}, as after: {}\n", growing.parts[i], growing.examples[i]);
   }

@@ -100,13 +100,15 @@ class ProgramCursor : public ModelCursor {
     int shared = 0;
     while (shared < n && shared < built_codes_ && path[shared] == built_[shared]) ++shared;
     while (static_cast<int>(prefix_.size()) < n) prefix_.push_back(std::make_unique<ModelState>());
+    // Counted code by code, so that a statement that throws leaves only valid states behind.
+    built_ = path;
+    built_codes_ = shared;
     for (int i = shared; i < n; ++i) {
       ModelState& next = *prefix_[static_cast<std::size_t>(i)];
       runner_.copy(next, i == 0 ? *root_ : *prefix_[static_cast<std::size_t>(i - 1)]);
       runner_.apply(next, unpack_statement(path[i]));
+      built_codes_ = i + 1;
     }
-    built_ = path;
-    built_codes_ = n;
     parent_ = n == 0 ? root_.get() : prefix_[static_cast<std::size_t>(n - 1)].get();
   }
 

@@ -53,9 +53,10 @@ void check_engine_options(const EngineOptions& options) {
 }
 
 // What keeps a search to the fixpoint from its fixpoint: the growth analysis of the same
-// programs, to the depth the search gave up at or until it has stored kGrowthBudget states,
-// whichever comes first (some 5 seconds: it replays every path and keeps every part's values, as
-// bench/state_growth does, at about 50 thousand states a second).
+// programs, to the depth the search gave up at or until a layer leaves more than kGrowthBudget
+// states stored, whichever comes first. It replays every path and keeps every part's values, as
+// bench/state_growth does, at about 25 thousand states a second: some seconds, and at most a
+// few times that where the last layer is some times wider than the budget.
 constexpr std::size_t kGrowthBudget = 100'000;
 
 SearchResult::StillGrowing still_growing(const SearchOptions& options, const SearchResult& result) {
