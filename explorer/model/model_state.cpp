@@ -160,47 +160,62 @@ void ModelRunner::finish_step(ModelState& state, std::uint32_t program_step, std
   }
 }
 
-Fingerprint ModelRunner::fingerprint(const ModelState& state) const {
-  thread_local ByteWriter bytes;  // reused: the fingerprint is on the hot path
+void ModelRunner::write_state(const ModelState& state, ByteWriter& bytes, PartMarks* program_marks,
+                              PartMarks* reference_marks, std::size_t* facts_end, std::size_t* program_end) const {
   bytes.clear();
   write_canonical(state.facts, with_reference_, bytes);
-  write_canonical(state.program, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
-  if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
+  if (facts_end != nullptr) *facts_end = bytes.size();
+  write_canonical(state.program, carried_, canonical_ids_, with_reference_, abstractions_, bytes, program_marks);
+  if (program_end != nullptr) *program_end = bytes.size();
+  if (with_reference_) {
+    write_canonical(state.reference, carried_, canonical_ids_, with_reference_, abstractions_, bytes, reference_marks);
+  }
   if (bytes.size() > ByteWriter::kStateBound) std::abort();  // cannot happen: the bound is the state's size, four times
+}
+
+namespace {
+Fingerprint fingerprint_of(const ByteWriter& bytes) {
   const XXH128_hash_t hash = XXH3_128bits(bytes.data(), bytes.size());
   return Fingerprint{hash.high64, hash.low64};
 }
+}  // namespace
 
-std::vector<std::pair<std::string, std::string>> ModelRunner::canonical_parts(const ModelState& state) const {
-  std::vector<std::pair<std::string, std::string>> parts;
+Fingerprint ModelRunner::fingerprint(const ModelState& state) const {
+  thread_local ByteWriter bytes;  // reused: the fingerprint is on the hot path
+  write_state(state, bytes);
+  return fingerprint_of(bytes);
+}
+
+ModelRunner::Parts ModelRunner::canonical_parts(const ModelState& state) const {
   // Reused, as fingerprint's: a writer's buffer is several states wide, and zeroed when made (the
-  // growth analysis, model/state_growth.hpp, asks for every state's parts).
+  // growth analysis asks for every state's parts).
   thread_local ByteWriter bytes;
-  bytes.clear();
-  write_canonical(state.facts, with_reference_, bytes);
-  parts.emplace_back("facts", std::string(bytes.data(), bytes.size()));
-  auto run_parts = [&](const RunState& run, const char* prefix) {
-    bytes.clear();
-    PartMarks marks(bytes.data());
-    write_canonical(run, carried_, canonical_ids_, with_reference_, abstractions_, bytes, &marks);
+  bytes.clear();  // sizes a new buffer before the marks take its address
+  PartMarks program(bytes.data());
+  PartMarks reference(bytes.data());
+  std::size_t facts_end = 0;
+  std::size_t program_end = 0;
+  write_state(state, bytes, &program, &reference, &facts_end, &program_end);
+  Parts result;
+  result.fingerprint = fingerprint_of(bytes);
+  result.parts.emplace_back("facts", std::string(bytes.data(), facts_end));
+  // A run's parts: each from its mark to the next one, the last to the run's end.
+  auto run_parts = [&](const PartMarks& marks, const char* prefix, std::size_t run_end) {
     const auto& starts = marks.starts();
     for (std::size_t i = 0; i < starts.size(); ++i) {
-      const std::size_t end = i + 1 < starts.size() ? starts[i + 1].second : bytes.size();
-      parts.emplace_back(std::string(prefix) + starts[i].first,
-                         std::string(bytes.data() + starts[i].second, end - starts[i].second));
+      const std::size_t end = i + 1 < starts.size() ? starts[i + 1].second : run_end;
+      result.parts.emplace_back(std::string(prefix) + starts[i].first,
+                                std::string(bytes.data() + starts[i].second, end - starts[i].second));
     }
   };
-  run_parts(state.program, "program.");
-  if (with_reference_) run_parts(state.reference, "reference.");
-  return parts;
+  run_parts(program, "program.", program_end);
+  if (with_reference_) run_parts(reference, "reference.", bytes.size());
+  return result;
 }
 
 std::string ModelRunner::canonical_bytes(const ModelState& state) const {
   ByteWriter bytes;
-  bytes.clear();
-  write_canonical(state.facts, with_reference_, bytes);
-  write_canonical(state.program, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
-  if (with_reference_) write_canonical(state.reference, carried_, canonical_ids_, with_reference_, abstractions_, bytes);
+  write_state(state, bytes);
   return std::string(bytes.data(), bytes.size());
 }
 

@@ -33,6 +33,9 @@ namespace fp8sm::explorer {
 
 using statemachine::FlatStorage;
 
+class ByteWriter;  // canonical_state.hpp
+class PartMarks;
+
 // One run of the program (or of its reference): the model and the observers' parts.
 struct RunState {
   interpreter::InterpreterState<FlatStorage> model;
@@ -93,9 +96,15 @@ class ModelRunner {
   Fingerprint fingerprint(const ModelState& state) const;
   // The canonical bytes themselves (tests).
   std::string canonical_bytes(const ModelState& state) const;
-  // The same bytes cut into named parts ("facts", "program.machine.fifo", ..., "reference...."):
-  // bench/state_growth counts the values each part takes.
-  std::vector<std::pair<std::string, std::string>> canonical_parts(const ModelState& state) const;
+  // The same bytes cut into named parts ("facts", "program.machine.fifo", ..., "reference...."),
+  // the same parts in the same order for every state of this runner, and their fingerprint (that
+  // of fingerprint(state)) from the one writing: the growth analysis (state_growth.hpp) counts
+  // the values each part takes and stores the states by fingerprint.
+  struct Parts {
+    Fingerprint fingerprint;
+    std::vector<std::pair<std::string, std::string>> parts;  // name, bytes
+  };
+  Parts canonical_parts(const ModelState& state) const;
 
   // From now on, appends the table row of every transition the program's machine takes to
   // `rows` (nullptr stops): the search's --coverage. The reference's machine is not recorded.
@@ -106,6 +115,12 @@ class ModelRunner {
 
  private:
   void finish_step(ModelState& state, std::uint32_t program_step, std::uint32_t reference_step);
+  // Writes `state`'s canonical bytes into `bytes` (cleared first): the facts, the program's run,
+  // the reference's when I8 is checked. The marks (may be null) learn where each run's parts
+  // start; `facts_end` and `program_end` (may be null) where the facts and the program's run end.
+  void write_state(const ModelState& state, ByteWriter& bytes, PartMarks* program_marks = nullptr,
+                   PartMarks* reference_marks = nullptr, std::size_t* facts_end = nullptr,
+                   std::size_t* program_end = nullptr) const;
   void bind(ModelState& state);
 
   spec::Semantics semantics_;

@@ -50,8 +50,9 @@ class GrowthWalk {
         parent_(std::make_unique<ModelState>()),
         child_(std::make_unique<ModelState>()) {
     runner_.initial(*root_);
-    seen_.insert(runner_.fingerprint(*root_));
-    for (const auto& [name, bytes] : runner_.canonical_parts(*root_)) values_[name].insert(XXH3_64bits(bytes.data(), bytes.size()));
+    const ModelRunner::Parts root = runner_.canonical_parts(*root_);
+    seen_.insert(root.fingerprint);
+    for (const auto& [name, bytes] : root.parts) values_[name].insert(XXH3_64bits(bytes.data(), bytes.size()));
   }
 
   StateGrowth run() {
@@ -100,8 +101,7 @@ class GrowthWalk {
             within = false;
             break;
           }
-          count_parts(*child_);
-          links.emplace_back(at, runner_.fingerprint(*child_));
+          links.emplace_back(at, count_parts(*child_));
           if (child_->facts.open.empty()) break;
           via = close_statement();
         }
@@ -124,11 +124,12 @@ class GrowthWalk {
   }
 
   // Keeps `state`'s parts until its chain ends: they count only if the chain stays within the
-  // bounds, as its states are stored only then.
-  void count_parts(const ModelState& state) {
-    std::vector<std::pair<std::string, std::string>> parts = runner_.canonical_parts(state);
-    parts_per_state_ = std::max<std::size_t>(1, parts.size());
-    for (auto& part : parts) pending_.push_back(std::move(part));
+  // bounds, as its states are stored only then. Returns its fingerprint.
+  Fingerprint count_parts(const ModelState& state) {
+    ModelRunner::Parts written = runner_.canonical_parts(state);
+    parts_per_state_ = std::max<std::size_t>(1, written.parts.size());
+    for (auto& part : written.parts) pending_.push_back(std::move(part));
+    return written.fingerprint;
   }
 
   // The values of part `name`, the `position`-th of a state's parts: every state has the same
