@@ -15,6 +15,11 @@ namespace fp8sm::explorer {
 
 namespace {
 constexpr std::size_t kWindowPerThread = 256;  // parents expanded ahead of the consumer, per thread
+// Parents a thread claims at once: neighbours in key order share most of their path, and a
+// thread's cursor replays only the codes past the path it rebuilt last (one parent at a time,
+// two threads replayed 27 % more codes than one at (2, 2, 1) to depth 12, 49 % more at depth 6;
+// in runs of 16, 9 % more).
+constexpr std::size_t kRun = 16;
 }  // namespace
 
 // What one expanding thread works with: its own cursor on the model, and the codes of the
@@ -67,7 +72,7 @@ void LayerExpansion::expand_parent(const Frontier& frontier, std::size_t index, 
   for (StatementCode code : scratch.next) extend(code, scratch, out);
 }
 
-// Workers claim parents in index order (each the next free index within the window); the
+// Workers claim parents in index order (each the next free run within the window); the
 // calling thread is one of them and also consumes the parents' chains in index order as they
 // become ready, so the consumer's work overlaps expansion instead of a round of expansion
 // waiting for it.
@@ -91,13 +96,17 @@ void LayerExpansion::expand(const Frontier& frontier, std::size_t begin, std::si
   std::atomic<std::size_t> consumed{0};  // parents consumed so far
   std::atomic<bool> stop{false};         // the consumer stopped, or a thread failed: claim nothing more
 
-  // Claims and expands one parent if one is free within the window; false if none was.
+  // Claims and expands a run of parents if one is free within the window; false if none was.
   auto expand_one = [&](Scratch& scratch) {
     std::size_t i = cursor.load(std::memory_order_relaxed);
-    if (i >= n || i >= consumed.load(std::memory_order_acquire) + slots) return false;
-    if (!cursor.compare_exchange_weak(i, i + 1, std::memory_order_relaxed)) return true;  // lost the race: retry
-    expand_parent(frontier, begin + i, scratch, produced[i % slots]);
-    ready[i % slots].store(true, std::memory_order_release);
+    const std::size_t limit = std::min(n, consumed.load(std::memory_order_acquire) + slots);
+    if (i >= limit) return false;
+    const std::size_t run_end = std::min(limit, i + kRun);
+    if (!cursor.compare_exchange_weak(i, run_end, std::memory_order_relaxed)) return true;  // lost the race: retry
+    for (; i < run_end; ++i) {
+      expand_parent(frontier, begin + i, scratch, produced[i % slots]);
+      ready[i % slots].store(true, std::memory_order_release);
+    }
     return true;
   };
   std::mutex failure_mutex;
