@@ -88,7 +88,10 @@ SearchResult search(const SearchOptions& options, Ranks& ranks, const ProgressCa
   check_search_options(options);
   const ProgramModel model(options);
   SearchResult result = run_engine(options, model, ranks, progress);
-  if (result.stop_reason == StopReason::NoFixpoint) result.still_growing = still_growing(options, result);
+  // Rank 0 reports; the other ranks would repeat the same analysis for nothing.
+  if (result.stop_reason == StopReason::NoFixpoint && ranks.rank() == 0) {
+    result.still_growing = still_growing(options, result);
+  }
   return result;
 }
 

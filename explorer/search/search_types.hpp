@@ -112,6 +112,7 @@ struct SearchResult {
   // A search to the fixpoint that found none (StopReason::NoFixpoint): what still grows, by the
   // model's analysis of the same programs within a budget (model/state_growth.hpp): the parts
   // of the state that took new values in its last layer, each with a program that gave it one.
+  // Rank 0's result only: it alone reports, and the analysis is the same on every rank.
   struct StillGrowing {
     int depth = 0;             // the analysis' last layer
     std::uint64_t states = 0;  // the states it had stored then

@@ -14,6 +14,7 @@
 #include "explorer/model/resource_bounds.hpp"
 #include "explorer/model/state_growth.hpp"
 #include "explorer/search/search.hpp"
+#include "explorer/search/thread_ranks.hpp"
 #include "interpreter/interpreter.hpp"
 #include "spec/random_program.hpp"
 #include "spec/scenario_parser.hpp"
@@ -149,6 +150,14 @@ TEST(FixpointSearch, TheGrowthAnalysisTakesTheSearchsLayersAndNamesWhatGrows) {
   StateGrowthOptions growth_options;
   growth_options.depth = 6;
   EXPECT_EQ(measure_state_growth(options, growth_options).still_growing(), growing.parts);
+
+  // Several ranks: rank 0, which reports, has the same analysis; the others do not repeat it.
+  std::vector<SearchResult> by_rank(2);
+  ThreadRanks::run(2, [&](Ranks& ranks) { by_rank[static_cast<std::size_t>(ranks.rank())] = search(options, ranks); });
+  ASSERT_TRUE(by_rank[0].still_growing.has_value());
+  EXPECT_EQ(by_rank[0].still_growing->parts, growing.parts);
+  EXPECT_EQ(by_rank[0].still_growing->examples, growing.examples);
+  EXPECT_FALSE(by_rank[1].still_growing.has_value());
 }
 
 // Renumbering the keys after every layer keeps their order: the first layers of a search to the
