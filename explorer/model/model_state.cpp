@@ -186,7 +186,7 @@ Fingerprint ModelRunner::fingerprint(const ModelState& state) const {
   return fingerprint_of(bytes);
 }
 
-ModelRunner::Parts ModelRunner::canonical_parts(const ModelState& state) const {
+ModelRunner::Parts ModelRunner::cut_into_parts(const ModelState& state, std::vector<std::string>* names) const {
   // Reused, as fingerprint's: a writer's buffer is several states wide, and zeroed when made (the
   // growth analysis asks for every state's parts).
   thread_local ByteWriter bytes;
@@ -198,19 +198,28 @@ ModelRunner::Parts ModelRunner::canonical_parts(const ModelState& state) const {
   write_state(state, bytes, &program, &reference, &facts_end, &program_end);
   Parts result;
   result.fingerprint = fingerprint_of(bytes);
-  result.parts.emplace_back("facts", std::string(bytes.data(), facts_end));
+  result.parts.emplace_back(bytes.data(), facts_end);
+  if (names != nullptr) names->emplace_back("facts");
   // A run's parts: each from its mark to the next one, the last to the run's end.
   auto run_parts = [&](const PartMarks& marks, const char* prefix, std::size_t run_end) {
     const auto& starts = marks.starts();
     for (std::size_t i = 0; i < starts.size(); ++i) {
       const std::size_t end = i + 1 < starts.size() ? starts[i + 1].second : run_end;
-      result.parts.emplace_back(std::string(prefix) + starts[i].first,
-                                std::string(bytes.data() + starts[i].second, end - starts[i].second));
+      result.parts.emplace_back(bytes.data() + starts[i].second, end - starts[i].second);
+      if (names != nullptr) names->push_back(std::string(prefix) + starts[i].first);
     }
   };
   run_parts(program, "program.", program_end);
   if (with_reference_) run_parts(reference, "reference.", bytes.size());
   return result;
+}
+
+ModelRunner::Parts ModelRunner::canonical_parts(const ModelState& state) const { return cut_into_parts(state, nullptr); }
+
+std::vector<std::string> ModelRunner::part_names(const ModelState& state) const {
+  std::vector<std::string> names;
+  cut_into_parts(state, &names);
+  return names;
 }
 
 std::string ModelRunner::canonical_bytes(const ModelState& state) const {

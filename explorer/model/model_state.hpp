@@ -96,15 +96,17 @@ class ModelRunner {
   Fingerprint fingerprint(const ModelState& state) const;
   // The canonical bytes themselves (tests).
   std::string canonical_bytes(const ModelState& state) const;
-  // The same bytes cut into named parts ("facts", "program.machine.fifo", ..., "reference...."),
-  // the same parts in the same order for every state of this runner, and their fingerprint (that
-  // of fingerprint(state)) from the one writing: the growth analysis (state_growth.hpp) counts
-  // the values each part takes and stores the states by fingerprint.
+  // The same bytes cut into parts, in the order of part_names(), and their fingerprint (that of
+  // fingerprint(state)) from the one writing: the growth analysis (state_growth.hpp) counts the
+  // values each part takes and stores the states by fingerprint.
   struct Parts {
     Fingerprint fingerprint;
-    std::vector<std::pair<std::string, std::string>> parts;  // name, bytes
+    std::vector<std::string> parts;
   };
   Parts canonical_parts(const ModelState& state) const;
+  // The parts' names ("facts", "program.machine.fifo", ..., "reference...."): the same for every
+  // state of this runner (`state`: any of them).
+  std::vector<std::string> part_names(const ModelState& state) const;
 
   // From now on, appends the table row of every transition the program's machine takes to
   // `rows` (nullptr stops): the search's --coverage. The reference's machine is not recorded.
@@ -121,6 +123,8 @@ class ModelRunner {
   void write_state(const ModelState& state, ByteWriter& bytes, PartMarks* program_marks = nullptr,
                    PartMarks* reference_marks = nullptr, std::size_t* facts_end = nullptr,
                    std::size_t* program_end = nullptr) const;
+  // canonical_parts, with the parts' names in `names` (may be null).
+  Parts cut_into_parts(const ModelState& state, std::vector<std::string>* names) const;
   void bind(ModelState& state);
 
   spec::Semantics semantics_;

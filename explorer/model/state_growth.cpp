@@ -50,9 +50,13 @@ class GrowthWalk {
         parent_(std::make_unique<ModelState>()),
         child_(std::make_unique<ModelState>()) {
     runner_.initial(*root_);
+    names_ = runner_.part_names(*root_);
+    values_.resize(names_.size());
     const ModelRunner::Parts root = runner_.canonical_parts(*root_);
     seen_.insert(root.fingerprint);
-    for (const auto& [name, bytes] : root.parts) values_[name].insert(XXH3_64bits(bytes.data(), bytes.size()));
+    for (std::size_t i = 0; i < root.parts.size(); ++i) {
+      values_[i].insert(XXH3_64bits(root.parts[i].data(), root.parts[i].size()));
+    }
   }
 
   StateGrowth run() {
@@ -61,11 +65,7 @@ class GrowthWalk {
       examples_.clear();
       frontier = expand(frontier);
       growth_.states.push_back(seen_.size());
-      for (auto& [name, values] : values_) {
-        std::vector<std::size_t>& counts = growth_.part_values[name];
-        counts.resize(growth_.states.size() - 1, 0);  // a part first seen now had no values before
-        counts.push_back(values.size());
-      }
+      for (std::size_t i = 0; i < names_.size(); ++i) growth_.part_values[names_[i]].push_back(values_[i].size());
       if (options_.max_states != 0 && seen_.size() > options_.max_states) break;
     }
     growth_.fixpoint = frontier.empty();
@@ -108,9 +108,10 @@ class GrowthWalk {
         if (!within) continue;  // the engine stores none of its states
         // The chain's whole program (its blocks closed) is the example of a value its states showed.
         for (std::size_t i = 0; i < pending_.size(); ++i) {
-          const auto& [name, bytes] = pending_[i];
-          if (!values_of(name, i % parts_per_state_).insert(XXH3_64bits(bytes.data(), bytes.size())).second) continue;
-          std::vector<StateGrowth::Example>& kept = examples_[name];
+          const std::string& bytes = pending_[i];
+          const std::size_t part = i % names_.size();
+          if (!values_[part].insert(XXH3_64bits(bytes.data(), bytes.size())).second) continue;
+          std::vector<StateGrowth::Example>& kept = examples_[names_[part]];
           if (static_cast<int>(kept.size()) < options_.examples_per_part) {
             kept.push_back({spec::print_scenario_one_line(program_of(at, settings_.alphabet)), hex_of(bytes)});
           }
@@ -127,22 +128,8 @@ class GrowthWalk {
   // bounds, as its states are stored only then. Returns its fingerprint.
   Fingerprint count_parts(const ModelState& state) {
     ModelRunner::Parts written = runner_.canonical_parts(state);
-    parts_per_state_ = std::max<std::size_t>(1, written.parts.size());
-    for (auto& part : written.parts) pending_.push_back(std::move(part));
+    for (std::string& part : written.parts) pending_.push_back(std::move(part));
     return written.fingerprint;
-  }
-
-  // The values of part `name`, the `position`-th of a state's parts: every state has the same
-  // parts in the same order, so the part at a position is found without a lookup by name.
-  std::unordered_set<std::uint64_t>& values_of(const std::string& name, std::size_t position) {
-    if (position >= by_position_.size()) by_position_.resize(position + 1, {nullptr, nullptr});
-    auto& [known, values] = by_position_[position];
-    if (known == nullptr || *known != name) {
-      const auto it = values_.try_emplace(name).first;
-      known = &it->first;
-      values = &it->second;
-    }
-    return *values;
   }
 
   const ModelSettings& settings_;
@@ -150,11 +137,10 @@ class GrowthWalk {
   ModelRunner runner_;
   std::unique_ptr<ModelState> root_, parent_, child_;
   std::unordered_set<Fingerprint, FingerprintHash> seen_;
-  std::map<std::string, std::unordered_set<std::uint64_t>> values_;
+  std::vector<std::string> names_;                                     // the parts', in the runner's order
+  std::vector<std::unordered_set<std::uint64_t>> values_;              // per part, its values' hashes
   std::map<std::string, std::vector<StateGrowth::Example>> examples_;  // of the layer being added
-  std::vector<std::pair<std::string, std::string>> pending_;           // the parts of the chain's states
-  std::size_t parts_per_state_ = 1;
-  std::vector<std::pair<const std::string*, std::unordered_set<std::uint64_t>*>> by_position_;
+  std::vector<std::string> pending_;  // the parts of the chain's states, state after state
   StateGrowth growth_;
 };
 
