@@ -23,22 +23,37 @@ struct Abstractions {
   // owners, no revival without one, no repeats. Otherwise a step holds every scope it closed.
   bool settled_ownership = false;
 
+  // The numerics' values and step numbers (I4 I5 I8 I9) as a step's start leaves them
+  // distinguishable, no more (numerics_renaming.hpp): after each `step`, the held values are
+  // renamed by first occurrence, keeping which is the fold of which held meta, and the held
+  // step numbers say "an earlier step". Otherwise each step tags its amaxes with its number,
+  // and every history is a hash of all the updates before.
+  bool numerics_from_step_start = false;
+
   // Deliberately unsound, for the test that must catch an unsound abstraction only: the
   // machine's ownership (the bit saved at autocast entry, the ownership frames, upstream's FIFO
   // of captured bits), which decides who makes the forward update, is left out of a state.
   bool unsound_forget_ownership = false;
+
+  // Deliberately unsound, likewise: numerics_from_step_start taking the held step numbers for
+  // the current step's, so that an amax left in row 0 by an earlier step looks fresh (I5) and
+  // an earlier step's stash entry looks paired (I4).
+  bool unsound_held_steps_current = false;
 
   // Every sound abstraction.
   static Abstractions sound() {
     Abstractions all;
     all.unread_step_numbers = true;
     all.settled_ownership = true;
+    all.numerics_from_step_start = true;
     return all;
   }
 
   bool operator==(const Abstractions& o) const {
     return unread_step_numbers == o.unread_step_numbers && settled_ownership == o.settled_ownership &&
-           unsound_forget_ownership == o.unsound_forget_ownership;
+           numerics_from_step_start == o.numerics_from_step_start &&
+           unsound_forget_ownership == o.unsound_forget_ownership &&
+           unsound_held_steps_current == o.unsound_held_steps_current;
   }
   bool operator!=(const Abstractions& o) const { return !(*this == o); }
 };

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "explorer/model/canonical_state.hpp"
+#include "explorer/model/numerics_renaming.hpp"
 #include "explorer/model/ownership_scopes.hpp"
 #include "explorer/model/transparency.hpp"
 #include "spec/scenario_transform.hpp"
@@ -51,6 +52,7 @@ void ModelRunner::initial(ModelState& state) const {
   state.program.model = interpreter::FlatInterpreter::initial_state(semantics_);
   state.program.observers = InvariantChecker<FlatStorage>::initial_state();
   if (canonical_ids_) canonicalize(state.program, carried_);  // its first graph and counters, as ranks
+  if (renames_numerics()) state.program.model.step = kRebasedStep;  // the number every step gets
   if (with_reference_) state.reference = state.program;
 }
 
@@ -124,6 +126,11 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
         (reference_settled || !(reference_skips || keeps_canonical_ids(s.op, reference_before, state.reference)))) {
       canonicalize(state.reference, carried_);
     }
+  }
+  // After the ids: the values are named in the order the canonical state lists them.
+  if (s.op == Op::Step && renames_numerics()) {
+    rename_numerics_at_step_start(state.program, with_reference_ ? &state.reference : nullptr,
+                                  !abstractions_.unsound_held_steps_current);
   }
   return verdict_;
 }

@@ -117,6 +117,8 @@ class ModelRunner {
 
  private:
   void finish_step(ModelState& state, std::uint32_t program_step, std::uint32_t reference_step);
+  // Whether each step's start renames the numerics' values (Abstractions::numerics_from_step_start).
+  bool renames_numerics() const { return carried_.numerics && abstractions_.numerics_from_step_start; }
   // Writes `state`'s canonical bytes into `bytes` (cleared first): the facts, the program's run,
   // the reference's when I8 is checked. The marks (may be null) learn where each run's parts
   // start; `facts_end` and `program_end` (may be null) where the facts and the program's run end.

@@ -33,10 +33,15 @@ struct SymbolicMeta {
   // recomputed; a zero row 0 changes nothing.
   void fold() {
     if (current == 0) return;
-    history = mix64(history ^ mix64(current));
+    history = folded(history, current);
     current = 0;
     current_from_recompute = false;
     current_oldest_step = -1;
+  }
+
+  // The history after folding a non-zero row 0 into `history_before`.
+  static std::uint64_t folded(std::uint64_t history_before, std::uint64_t current_row) {
+    return mix64(history_before ^ mix64(current_row));
   }
 
   // fp8sm's drop of amaxes no update of their region folded.

@@ -189,7 +189,9 @@ std::string ProgramModel::settings() const {
   const Abstractions& abstractions = settings_.abstractions;
   if (abstractions.unread_step_numbers) text += " abstract-step-numbers=on";
   if (abstractions.settled_ownership) text += " settled-ownership=on";
+  if (abstractions.numerics_from_step_start) text += " numerics-from-step-start=on";
   if (abstractions.unsound_forget_ownership) text += " ownership=forgotten";
+  if (abstractions.unsound_held_steps_current) text += " held-steps=current";
   return text;
 }
 

@@ -88,19 +88,29 @@ TEST(Abstractions, SettledOwnershipChangesNoVerdict) {
   compare_at_depth_6(of({Invariant::I1, Invariant::I3}), &Abstractions::settled_ownership);
 }
 
+// The numerics renamed at each step's start, with every invariant that carries them (I8 too:
+// the two runs renamed together). Programs that differ only in which earlier steps made the
+// values held, or in how many steps ran, are one: fewer states, every semantics.
+TEST(Abstractions, NumericsFromStepStartChangeNoVerdict) {
+  const auto stored = compare_at_depth_6(of({Invariant::I4, Invariant::I5, Invariant::I8, Invariant::I9}),
+                                         &Abstractions::numerics_from_step_start);
+  for (const auto& [abstracted, exact] : stored) EXPECT_LT(abstracted, exact);
+}
+
 // A merge is sound when the states it makes one have the same future: the same statements may
 // follow, each with the same verdict, and their successors are merged again (a bisimulation on
 // the states reached). Checked here directly: every state of up to `depth` statements, run
 // exactly (no abstraction) and run as the search runs it (under `abstractions`), grouped by the
 // latter's fingerprint; each member of a group against the group's first, statement by
-// statement, and each statement's verdict under the abstractions against the exact one.
+// statement, and each statement's verdict under the abstractions against the exact one. The
+// programs start with `prefix` (closing braces count as statements here).
 // Returns the first disagreement, or "" if none.
 std::string first_unsound_merge(Semantics semantics, const spec::InvariantSet& checks, const Abstractions& abstractions,
-                                int depth) {
+                                int depth, const std::vector<spec::Statement>& prefix = {}) {
   ModelRunner exact(semantics, checks, true, Abstractions{});
   ModelRunner abstract(semantics, checks, true, abstractions);
   AlphabetOptions alphabet;
-  std::vector<std::vector<spec::Statement>> states = {{}};
+  std::vector<std::vector<spec::Statement>> states = {prefix};
   std::unordered_set<Fingerprint, FingerprintHash> seen;
   std::map<Fingerprint, std::size_t> first_of_group;  // abstract fingerprint -> its first state
   auto exact_state = std::make_unique<ModelState>();
@@ -186,6 +196,27 @@ TEST(Abstractions, SettledOwnershipMergesOnlyStatesWithOneFuture) {
   }
 }
 
+// Where the numerics' renaming has most to rename: a step that ends holding a stash (upstream,
+// pr3213) or a checkpoint's kept stash (fp8sm) and amaxes, for a later step's recompute.
+const char* const kStepsHoldingNumerics[] = {
+    "autocast on {\n  checkpoint reentrant {\n    linear L0\n  }\n}\n",
+    "autocast on {\n  linear L0\n  checkpoint nonreentrant {\n    linear L0\n  }\n}\n",
+};
+
+// And those of the numerics renamed at each step's start, with the invariants that carry them:
+// from the empty program, and from steps that leave numerics held for later steps.
+TEST(Abstractions, NumericsFromStepStartMergeOnlyStatesWithOneFuture) {
+  const spec::InvariantSet checks = of({Invariant::I4, Invariant::I5, Invariant::I8, Invariant::I9});
+  for (Semantics semantics : spec::kAllSemantics) {
+    EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5), "") << spec::name(semantics);
+    for (const char* start : kStepsHoldingNumerics) {
+      EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5, spec::parse_scenario(start).statements),
+                "")
+          << spec::name(semantics) << " after " << start;
+    }
+  }
+}
+
 // Forgetting the machine's ownership merges upstream states that disagree on who makes a later
 // forward update. Upstream's shortest counterexamples at depth 6 survive it (they are found
 // before the merges matter, so the verdict comparison alone lets it pass), but the merge-by-merge
@@ -197,6 +228,25 @@ TEST(Abstractions, TheMergeCheckCatchesAnUnsoundAbstraction) {
   const std::string merge = first_unsound_merge(Semantics::Upstream, checks, unsound, 5);
   EXPECT_NE(merge, "");
   EXPECT_EQ(first_unsound_merge(Semantics::Upstream, checks, Abstractions::sound(), 5), "");
+}
+
+
+// Taking a held step number for the current step's (an off-by-one in the rebasing) makes a
+// later step's pop of an earlier step's stash entry look paired: upstream and pr3213 then miss
+// I4 where the exact run sees it. The merge check from a step that leaves a stash sees it; the
+// comparison of depth-6 verdicts does not (the first I4 violations come sooner).
+TEST(Abstractions, TheMergeCheckCatchesAnUnsoundRenaming) {
+  const spec::InvariantSet checks = of({Invariant::I4, Invariant::I5, Invariant::I8, Invariant::I9});
+  Abstractions unsound = Abstractions::sound();
+  unsound.unsound_held_steps_current = true;
+  const auto prefix = spec::parse_scenario(kStepsHoldingNumerics[0]).statements;
+  for (Semantics semantics : {Semantics::Upstream, Semantics::Pr3213}) {
+    EXPECT_EQ(first_unsound_merge(semantics, checks, unsound, 3, prefix),
+              "a verdict differs from the exact one: autocast on { checkpoint reentrant { linear L0 } }; save A; step; "
+              "backward A")
+        << spec::name(semantics);
+    EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 3, prefix), "") << spec::name(semantics);
+  }
 }
 
 }  // namespace

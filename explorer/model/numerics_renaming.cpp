@@ -1,0 +1,131 @@
+#include "explorer/model/numerics_renaming.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace fp8sm::explorer {
+
+namespace {
+
+using Numerics = NumericsState<FlatStorage>;
+
+// Every meta the numerics hold, in a fixed order: the modules' (forward, backward, the copy
+// kept for a restore), the stash's, those a recompute kept from before its first pop, the
+// kept stashes'.
+template <class F>
+void for_each_meta(Numerics& n, F&& f) {
+  for (auto& module : n.modules) {
+    f(module.forward);
+    f(module.backward);
+    f(module.saved_for_restore);
+  }
+  for (auto& entry : n.stash) f(entry.value);
+  for (auto& before : n.before_pop) f(before.meta);
+  for (auto& kept : n.kept) f(kept.meta);
+}
+
+// Every value held, the metas' (history, then row 0) and then the histories checkpoints' original
+// forwards saw.
+template <class F>
+void for_each_value(Numerics& n, F&& f) {
+  for_each_meta(n, [&](SymbolicMeta& meta) {
+    f(meta.history);
+    f(meta.current);
+  });
+  for (auto& seen : n.seen) f(seen.history);
+}
+
+// The constant the k-th value held becomes: spread over 64 bits as the values were, so that
+// ORing a later tag into one tells them apart as before.
+std::uint64_t renamed_constant(std::size_t k) { return mix64(0x5EED5EED00000000ull + k); }
+
+// The held values in order of first occurrence, with their new names.
+class Renaming {
+ public:
+  void hold(std::uint64_t value) {
+    if (value != 0 && index_of(value) == kAbsent) values_.push_back(value);
+  }
+  void hold_fold(std::uint64_t history, std::uint64_t current) {
+    if (current != 0) folds_.emplace_back(history, current);
+  }
+  // Names every held value: a held fold of a held meta becomes the fold of that meta's new
+  // names (in the order of their arguments: a fold may fold another's result), any other
+  // value its constant.
+  void name() {
+    names_.assign(values_.size(), 0);
+    std::vector<std::pair<std::size_t, std::size_t>> made_of(values_.size(), {kAbsent, kAbsent});
+    for (const auto& [history, current] : folds_) {
+      const std::size_t at = index_of(SymbolicMeta::folded(history, current));
+      if (at != kAbsent && made_of[at].first == kAbsent) made_of[at] = {index_of(history), index_of(current)};
+    }
+    std::vector<bool> named(values_.size(), false);
+    for (std::size_t k = 0; k < values_.size(); ++k) {
+      if (made_of[k].first != kAbsent) continue;
+      names_[k] = renamed_constant(k);
+      named[k] = true;
+    }
+    auto name_of = [&](std::size_t k) { return k == kAbsent ? std::uint64_t{0} : names_[k]; };
+    auto ready = [&](std::size_t k) { return k == kAbsent || named[k]; };
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::size_t k = 0; k < values_.size(); ++k) {
+        if (named[k] || !ready(made_of[k].first) || !ready(made_of[k].second)) continue;
+        names_[k] = SymbolicMeta::folded(name_of(made_of[k].first), name_of(made_of[k].second));
+        named[k] = progress = true;
+      }
+    }
+    // A fold whose arguments never got named (a cycle, which only colliding fingerprints could
+    // make) is a constant like any other.
+    for (std::size_t k = 0; k < values_.size(); ++k) {
+      if (!named[k]) names_[k] = renamed_constant(k);
+    }
+  }
+  std::uint64_t renamed(std::uint64_t value) const { return value == 0 ? 0 : names_[index_of(value)]; }
+
+ private:
+  static constexpr std::size_t kAbsent = ~std::size_t{0};
+  // A state holds a few dozen values at most: a linear search beats a hash map here.
+  std::size_t index_of(std::uint64_t value) const {
+    if (value == 0) return kAbsent;
+    const auto at = std::find(values_.begin(), values_.end(), value);
+    return at == values_.end() ? kAbsent : static_cast<std::size_t>(at - values_.begin());
+  }
+  std::vector<std::uint64_t> values_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> folds_;
+  std::vector<std::uint64_t> names_;
+};
+
+// Every step number held is an earlier step's: 0, below the kRebasedStep of the steps to come
+// (`held_as`: only the unsound test's kRebasedStep).
+void rebase_steps(RunState& run, std::int32_t held_as) {
+  Numerics& n = run.observers.numerics;
+  for_each_meta(n, [&](SymbolicMeta& meta) {
+    if (meta.current_oldest_step >= 0) meta.current_oldest_step = held_as;
+  });
+  for (auto& entry : n.stash) entry.step = held_as;
+  n.step = 0;
+  run.model.step = kRebasedStep;
+}
+
+}  // namespace
+
+void rename_numerics_at_step_start(RunState& program, RunState* reference, bool held_steps_earlier) {
+  Renaming renaming;
+  auto hold = [&](RunState& run) {
+    for_each_value(run.observers.numerics, [&](std::uint64_t& value) { renaming.hold(value); });
+    for_each_meta(run.observers.numerics, [&](SymbolicMeta& meta) { renaming.hold_fold(meta.history, meta.current); });
+  };
+  hold(program);
+  if (reference != nullptr) hold(*reference);
+  renaming.name();
+  auto rename = [&](RunState& run) {
+    for_each_value(run.observers.numerics, [&](std::uint64_t& value) { value = renaming.renamed(value); });
+    rebase_steps(run, held_steps_earlier ? 0 : static_cast<std::int32_t>(kRebasedStep));
+  };
+  rename(program);
+  if (reference != nullptr) rename(*reference);
+}
+
+}  // namespace fp8sm::explorer

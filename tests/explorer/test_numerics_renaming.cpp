@@ -1,0 +1,91 @@
+// The numerics renamed at a step's start (explorer/model/numerics_renaming.hpp), on hand-made
+// numerics: which equalities it keeps, and that it makes two runs that differ only in their
+// values' names one.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "explorer/model/numerics_renaming.hpp"
+
+namespace fp8sm::explorer {
+namespace {
+
+using Numerics = NumericsState<FlatStorage>;
+
+SymbolicMeta meta(std::uint64_t history, std::uint64_t current, std::int32_t oldest_step = -1) {
+  SymbolicMeta m;
+  m.history = history;
+  m.current = current;
+  m.current_oldest_step = current == 0 ? -1 : oldest_step;
+  return m;
+}
+
+// One module whose forward meta holds (x, c) unfolded from step 7, a stash entry with the same
+// meta, a backward meta whose history is the fold of (x, c), and what a checkpoint saw.
+std::unique_ptr<RunState> holding(std::uint64_t x, std::uint64_t c, std::uint64_t other) {
+  auto run = std::make_unique<RunState>();
+  Numerics& n = run->observers.numerics;
+  n.step = 7;
+  run->model.step = 8;
+  n.modules.resize(1);
+  n.modules[0].forward = meta(x, c, 7);
+  n.modules[0].backward = meta(SymbolicMeta::folded(x, c), 0);
+  n.modules[0].saved_for_restore = meta(0, 0);
+  Numerics::StashEntry entry;
+  entry.value = meta(x, c, 6);
+  entry.step = 7;
+  n.stash.push_back(entry);
+  Numerics::Seen seen;
+  seen.history = other;
+  n.seen.push_back(seen);
+  return run;
+}
+
+TEST(NumericsRenaming, KeepsZeroEqualitiesAndHeldFolds) {
+  const std::uint64_t x = mix64(11), c = mix64(12) | 1u, other = mix64(13);
+  auto run = holding(x, c, other);
+  rename_numerics_at_step_start(*run, nullptr);
+  const Numerics& n = run->observers.numerics;
+  const SymbolicMeta& forward = n.modules[0].forward;
+  // Equal values stay equal, different ones different, zero zero.
+  EXPECT_EQ(forward, n.stash[0].value);
+  EXPECT_NE(forward.history, forward.current);
+  EXPECT_NE(n.seen[0].history, forward.history);
+  EXPECT_NE(forward.history, 0u);
+  EXPECT_EQ(n.modules[0].saved_for_restore.history, 0u);
+  EXPECT_EQ(n.modules[0].backward.current, 0u);
+  // Folding the held meta again makes the held fold again: a later update of a popped copy
+  // finds the history the backward meta holds, as the exact run would.
+  EXPECT_EQ(SymbolicMeta::folded(forward.history, forward.current), n.modules[0].backward.history);
+  // Names, not the past: other values in the same places give the same state.
+  auto again = holding(mix64(21), mix64(22) | 1u, mix64(23));
+  rename_numerics_at_step_start(*again, nullptr);
+  EXPECT_EQ(again->observers.numerics.modules[0].forward, forward);
+  EXPECT_EQ(again->observers.numerics.modules[0].backward, n.modules[0].backward);
+  EXPECT_EQ(again->observers.numerics.seen[0].history, n.seen[0].history);
+}
+
+TEST(NumericsRenaming, HeldStepNumbersAreEarlierThanEveryStepToCome) {
+  auto run = holding(mix64(1), mix64(2) | 1u, mix64(3));
+  rename_numerics_at_step_start(*run, nullptr);
+  const Numerics& n = run->observers.numerics;
+  EXPECT_EQ(run->model.step, kRebasedStep);
+  EXPECT_LT(n.stash[0].step, static_cast<std::int32_t>(kRebasedStep));
+  EXPECT_LT(n.modules[0].forward.current_oldest_step, static_cast<std::int32_t>(kRebasedStep));
+  EXPECT_GE(n.modules[0].forward.current_oldest_step, 0);  // still some step: row 0 is not empty
+  EXPECT_EQ(n.modules[0].backward.current_oldest_step, -1);
+}
+
+// I8 compares the program's metas with the run's without checkpoints: both are renamed by one
+// renaming, so a value they share keeps one name.
+TEST(NumericsRenaming, RenamesTheTwoRunsTogether) {
+  const std::uint64_t shared = mix64(31);
+  auto program = holding(mix64(32), mix64(33) | 1u, shared);
+  auto reference = holding(shared, 0, mix64(34));
+  rename_numerics_at_step_start(*program, reference.get());
+  EXPECT_EQ(reference->observers.numerics.modules[0].forward.history, program->observers.numerics.seen[0].history);
+  EXPECT_NE(reference->observers.numerics.seen[0].history, program->observers.numerics.seen[0].history);
+}
+
+}  // namespace
+}  // namespace fp8sm::explorer
