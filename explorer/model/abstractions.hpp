@@ -30,6 +30,18 @@ struct Abstractions {
   // and every history is a hash of all the updates before.
   bool numerics_from_step_start = false;
 
+  // And within a step, between two statements, where the numerics hold no copy of a meta
+  // (numerics_renaming.hpp, rename_numerics_within_step; only without I8, whose run without
+  // checkpoints would have to be renamed with the program's). Otherwise each autocast region's
+  // update folds a new history, however many a step holds.
+  bool numerics_within_step = false;
+
+  // The modules' backward metas (what the gradient casts accumulate, what each backward update
+  // folds) are read by I8 alone, which compares the program's with the run's without
+  // checkpoints; without I8 they are left out of a state. Otherwise every backward pass over a
+  // retained tape folds a new history that no check reads.
+  bool unread_backward_metas = false;
+
   // Deliberately unsound, for the test that must catch an unsound abstraction only: the
   // machine's ownership (the bit saved at autocast entry, the ownership frames, upstream's FIFO
   // of captured bits), which decides who makes the forward update, is left out of a state.
@@ -40,20 +52,28 @@ struct Abstractions {
   // an earlier step's stash entry looks paired (I4).
   bool unsound_held_steps_current = false;
 
+  // Deliberately unsound, likewise: numerics_within_step renaming while copies of metas are
+  // held, which a recompute can pop or replay and fold again into a history held now.
+  bool unsound_rename_with_copies = false;
+
   // Every sound abstraction.
   static Abstractions sound() {
     Abstractions all;
     all.unread_step_numbers = true;
     all.settled_ownership = true;
     all.numerics_from_step_start = true;
+    all.unread_backward_metas = true;
+    all.numerics_within_step = true;
     return all;
   }
 
   bool operator==(const Abstractions& o) const {
     return unread_step_numbers == o.unread_step_numbers && settled_ownership == o.settled_ownership &&
            numerics_from_step_start == o.numerics_from_step_start &&
+           unread_backward_metas == o.unread_backward_metas && numerics_within_step == o.numerics_within_step &&
            unsound_forget_ownership == o.unsound_forget_ownership &&
-           unsound_held_steps_current == o.unsound_held_steps_current;
+           unsound_held_steps_current == o.unsound_held_steps_current &&
+           unsound_rename_with_copies == o.unsound_rename_with_copies;
   }
   bool operator!=(const Abstractions& o) const { return !(*this == o); }
 };

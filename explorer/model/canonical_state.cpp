@@ -469,7 +469,10 @@ Out write_model(const Model& m, bool canonical_ids, bool step_results, bool step
   return out;
 }
 
-Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers& carried, Out out, PartMarks* marks) {
+// `backward_metas`: whether the modules' backward metas are written (abstractions.hpp,
+// unread_backward_metas).
+Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers& carried, bool backward_metas, Out out,
+                    PartMarks* marks) {
   auto mark = [&](const char* name) {
     if (marks != nullptr) marks->at(name, out);
   };
@@ -504,7 +507,7 @@ Out write_observers(const ObserverState<FlatStorage>& o, const CheckedObservers&
   for (std::size_t m = 0; m < n.modules.size(); ++m) {
     const auto& record = n.modules[m];
     out = write_meta(record.forward, out);
-    out = write_meta(record.backward, out);
+    if (backward_metas) out = write_meta(record.backward, out);
     out = write_meta(record.saved_for_restore, out);
     out.u8(record.registered);
     for (const auto& e : n.stash) {
@@ -721,7 +724,9 @@ void write_canonical(const RunState& run, const CheckedObservers& carried, bool 
   const bool step_numbers = carried.numerics || !abstractions.unread_step_numbers;
   out = write_model(run.model, canonical_ids, step_results, step_numbers, abstractions.unsound_forget_ownership, out,
                     marks);
-  out = write_observers(run.observers, carried, out, marks);
+  // Only I8 reads the backward metas, comparing the two runs' (transparency.hpp).
+  const bool backward_metas = step_results || !abstractions.unread_backward_metas;
+  out = write_observers(run.observers, carried, backward_metas, out, marks);
   writer.advance(out);
 }
 

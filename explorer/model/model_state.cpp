@@ -131,6 +131,8 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   if (s.op == Op::Step && renames_numerics()) {
     rename_numerics_at_step_start(state.program, with_reference_ ? &state.reference : nullptr,
                                   !abstractions_.unsound_held_steps_current);
+  } else if (carried_.numerics && abstractions_.numerics_within_step && !with_reference_) {
+    (void)rename_numerics_within_step(state.program, !abstractions_.unsound_rename_with_copies);
   }
   return verdict_;
 }

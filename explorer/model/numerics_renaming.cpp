@@ -11,30 +11,39 @@ namespace {
 
 using Numerics = NumericsState<FlatStorage>;
 
-// Every meta the numerics hold, in a fixed order: the modules' (forward, backward, the copy
-// kept for a restore), the stash's, those a recompute kept from before its first pop, the
-// kept stashes'.
+// Every meta the numerics hold, in a fixed order: the modules' forward metas and the copies kept
+// for a restore, the stash's, those a recompute kept from before its first pop, the kept
+// stashes', and last the modules' backward metas. (Last, so that where nothing reads them,
+// Abstractions::unread_backward_metas, their values do not shift the names of the others.)
 template <class F>
 void for_each_meta(Numerics& n, F&& f) {
   for (auto& module : n.modules) {
     f(module.forward);
-    f(module.backward);
     f(module.saved_for_restore);
   }
   for (auto& entry : n.stash) f(entry.value);
   for (auto& before : n.before_pop) f(before.meta);
   for (auto& kept : n.kept) f(kept.meta);
+  for (auto& module : n.modules) f(module.backward);
 }
 
-// Every value held, the metas' (history, then row 0) and then the histories checkpoints' original
-// forwards saw.
+// Every value held, the metas' (history, then row 0), the histories checkpoints' original
+// forwards saw between the forward metas and the backward ones.
 template <class F>
 void for_each_value(Numerics& n, F&& f) {
-  for_each_meta(n, [&](SymbolicMeta& meta) {
+  auto both = [&](SymbolicMeta& meta) {
     f(meta.history);
     f(meta.current);
-  });
+  };
+  for (auto& module : n.modules) {
+    both(module.forward);
+    both(module.saved_for_restore);
+  }
+  for (auto& entry : n.stash) both(entry.value);
+  for (auto& before : n.before_pop) both(before.meta);
+  for (auto& kept : n.kept) both(kept.meta);
   for (auto& seen : n.seen) f(seen.history);
+  for (auto& module : n.modules) both(module.backward);
 }
 
 // The constant the k-th value held becomes: spread over 64 bits as the values were, so that
@@ -126,6 +135,34 @@ void rename_numerics_at_step_start(RunState& program, RunState* reference, bool 
   };
   rename(program);
   if (reference != nullptr) rename(*reference);
+}
+
+bool rename_numerics_within_step(RunState& run, bool only_without_copies) {
+  Numerics& n = run.observers.numerics;
+  const bool copies = !n.stash.empty() || !n.before_pop.empty() || !n.kept.empty() ||
+                      std::any_of(n.modules.begin(), n.modules.end(), [](const Numerics::Module& module) {
+                        return module.saved_for_restore.history != 0 || module.saved_for_restore.current != 0;
+                      });
+  if (copies && only_without_copies) return false;
+  // Row 0 as the current step's one tag, made from the meta's own history, or empty.
+  auto this_steps_tag = [&](std::size_t m, const SymbolicMeta& meta, bool backward) {
+    return amax_tag(static_cast<unsigned>(m), n.step, meta.history, backward);
+  };
+  for (std::size_t m = 0; m < n.modules.size(); ++m) {
+    const SymbolicMeta& forward = n.modules[m].forward;
+    if (forward.current != 0 && forward.current != this_steps_tag(m, forward, false)) return false;
+  }
+  Renaming renaming;
+  for (const auto& module : n.modules) renaming.hold(module.forward.history);
+  for (const auto& seen : n.seen) renaming.hold(seen.history);
+  renaming.name();
+  for (std::size_t m = 0; m < n.modules.size(); ++m) {
+    SymbolicMeta& forward = n.modules[m].forward;
+    forward.history = renaming.renamed(forward.history);
+    if (forward.current != 0) forward.current = this_steps_tag(m, forward, false);
+  }
+  for (auto& seen : n.seen) seen.history = renaming.renamed(seen.history);
+  return true;
 }
 
 }  // namespace fp8sm::explorer

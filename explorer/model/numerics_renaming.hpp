@@ -30,6 +30,18 @@ namespace fp8sm::explorer {
 // abstraction (the held step numbers then read as the current step's).
 void rename_numerics_at_step_start(RunState& program, RunState* reference, bool held_steps_earlier = true);
 
+// Within a step (Abstractions::numerics_within_step, without I8): where the numerics hold no
+// copy of a forward meta (no stash, kept stash, meta from before a recompute's pop, meta saved
+// for a restore) and each forward row 0 is empty or the current step's one tag of its own
+// meta's history, no later statement can make a held forward history again, only the row-0
+// tags, from the histories held. So those histories (and those checkpoints' forwards saw) are
+// renamed to constants by first occurrence, and each row 0 becomes its tag of the renamed
+// history. The backward metas are left alone: no forward value can equal one (tags carry their
+// direction), and without I8 nothing reads them (Abstractions::unread_backward_metas). False,
+// changing nothing, where that does not hold. `only_without_copies`: false only for the test that must
+// catch an unsound abstraction (it renames with copies held, which a recompute may fold again).
+bool rename_numerics_within_step(RunState& run, bool only_without_copies = true);
+
 // The step number the abstraction gives every step: a run starts with it (ModelRunner::initial).
 inline constexpr std::uint32_t kRebasedStep = 1;
 

@@ -190,8 +190,11 @@ std::string ProgramModel::settings() const {
   if (abstractions.unread_step_numbers) text += " abstract-step-numbers=on";
   if (abstractions.settled_ownership) text += " settled-ownership=on";
   if (abstractions.numerics_from_step_start) text += " numerics-from-step-start=on";
+  if (abstractions.unread_backward_metas) text += " unread-backward-metas=on";
+  if (abstractions.numerics_within_step) text += " numerics-within-step=on";
   if (abstractions.unsound_forget_ownership) text += " ownership=forgotten";
   if (abstractions.unsound_held_steps_current) text += " held-steps=current";
+  if (abstractions.unsound_rename_with_copies) text += " renamed-with-copies";
   return text;
 }
 

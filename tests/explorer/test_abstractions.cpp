@@ -97,6 +97,15 @@ TEST(Abstractions, NumericsFromStepStartChangeNoVerdict) {
   for (const auto& [abstracted, exact] : stored) EXPECT_LT(abstracted, exact);
 }
 
+// Without I8: the backward metas left out, and the numerics renamed within a step too.
+TEST(Abstractions, UnreadBackwardMetasChangeNoVerdict) {
+  compare_at_depth_6(of({Invariant::I4, Invariant::I5, Invariant::I9}), &Abstractions::unread_backward_metas);
+}
+
+TEST(Abstractions, NumericsWithinStepChangeNoVerdict) {
+  compare_at_depth_6(of({Invariant::I4, Invariant::I5, Invariant::I9}), &Abstractions::numerics_within_step);
+}
+
 // A merge is sound when the states it makes one have the same future: the same statements may
 // follow, each with the same verdict, and their successors are merged again (a bisimulation on
 // the states reached). Checked here directly: every state of up to `depth` statements, run
@@ -197,10 +206,15 @@ TEST(Abstractions, SettledOwnershipMergesOnlyStatesWithOneFuture) {
 }
 
 // Where the numerics' renaming has most to rename: a step that ends holding a stash (upstream,
-// pr3213) or a checkpoint's kept stash (fp8sm) and amaxes, for a later step's recompute.
+// pr3213) or a checkpoint's kept stash (fp8sm) and amaxes, for a later step's recompute; and a
+// step whose checkpoint keeps a copy of a history an update made.
 const char* const kStepsHoldingNumerics[] = {
     "autocast on {\n  checkpoint reentrant {\n    linear L0\n  }\n}\n",
     "autocast on {\n  linear L0\n  checkpoint nonreentrant {\n    linear L0\n  }\n}\n",
+};
+const char* const kCopiesOfUpdatedHistories[] = {
+    "autocast on {\n  linear L0\n}\nautocast on {\n  checkpoint reentrant {\n    linear L0\n  }\n}\n",
+    "autocast on {\n  linear L0\n}\nautocast on {\n  checkpoint nonreentrant {\n    linear L0\n  }\n}\n",
 };
 
 // And those of the numerics renamed at each step's start, with the invariants that carry them:
@@ -211,6 +225,25 @@ TEST(Abstractions, NumericsFromStepStartMergeOnlyStatesWithOneFuture) {
     EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5), "") << spec::name(semantics);
     for (const char* start : kStepsHoldingNumerics) {
       EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5, spec::parse_scenario(start).statements),
+                "")
+          << spec::name(semantics) << " after " << start;
+    }
+  }
+}
+
+// And without I8, where every numerics abstraction is on (the backward metas left out, the
+// renaming within a step), from the empty program and from steps that hold copies of metas.
+TEST(Abstractions, NumericsWithoutI8MergeOnlyStatesWithOneFuture) {
+  const spec::InvariantSet checks = of({Invariant::I4, Invariant::I5, Invariant::I9});
+  for (Semantics semantics : spec::kAllSemantics) {
+    EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5), "") << spec::name(semantics);
+    for (const char* start : kStepsHoldingNumerics) {
+      EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5, spec::parse_scenario(start).statements),
+                "")
+          << spec::name(semantics) << " after " << start;
+    }
+    for (const char* start : kCopiesOfUpdatedHistories) {
+      EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 4, spec::parse_scenario(start).statements),
                 "")
           << spec::name(semantics) << " after " << start;
     }
@@ -246,6 +279,24 @@ TEST(Abstractions, TheMergeCheckCatchesAnUnsoundRenaming) {
               "backward A")
         << spec::name(semantics);
     EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 3, prefix), "") << spec::name(semantics);
+  }
+}
+
+// Renaming within a step while a checkpoint keeps a copy of the module's meta (the condition
+// left out) renames the live history and the one its original forward saw, not the copy: the
+// recompute replays the copy and sees another scaling, an I5 violation the exact run does not
+// have. Every semantics keeps such a copy (a stash, a kept stash, the meta saved for a restore).
+TEST(Abstractions, TheMergeCheckCatchesARenamingWithCopiesHeld) {
+  const spec::InvariantSet checks = of({Invariant::I4, Invariant::I5, Invariant::I9});
+  Abstractions unsound = Abstractions::sound();
+  unsound.unsound_rename_with_copies = true;
+  for (Semantics semantics : spec::kAllSemantics) {
+    const auto prefix = spec::parse_scenario(kCopiesOfUpdatedHistories[0]).statements;
+    EXPECT_EQ(first_unsound_merge(semantics, checks, unsound, 2, prefix),
+              "a verdict differs from the exact one: autocast on { linear L0 }; autocast on { checkpoint reentrant { "
+              "linear L0 } }; backward")
+        << spec::name(semantics);
+    EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 2, prefix), "") << spec::name(semantics);
   }
 }
 

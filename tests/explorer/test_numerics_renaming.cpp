@@ -87,5 +87,56 @@ TEST(NumericsRenaming, RenamesTheTwoRunsTogether) {
   EXPECT_NE(reference->observers.numerics.seen[0].history, program->observers.numerics.seen[0].history);
 }
 
+// Within a step: one module whose forward meta holds this step's tag of its history, a
+// checkpoint's forward that saw that history, nothing copied.
+std::unique_ptr<RunState> mid_step(std::uint64_t history, std::uint64_t backward_history) {
+  auto run = std::make_unique<RunState>();
+  Numerics& n = run->observers.numerics;
+  n.step = static_cast<std::int32_t>(kRebasedStep);
+  n.modules.resize(1);
+  n.modules[0].forward = meta(history, amax_tag(0, n.step, history, false), n.step);
+  n.modules[0].backward = meta(backward_history, 0);
+  Numerics::Seen seen;
+  seen.history = history;
+  n.seen.push_back(seen);
+  return run;
+}
+
+TEST(NumericsRenaming, WithinAStepTheRowKeepsItsTagOfTheRenamedHistory) {
+  auto run = mid_step(mix64(41), mix64(42));
+  ASSERT_TRUE(rename_numerics_within_step(*run));
+  const Numerics& n = run->observers.numerics;
+  const SymbolicMeta& forward = n.modules[0].forward;
+  EXPECT_NE(forward.history, mix64(41));
+  EXPECT_EQ(n.seen[0].history, forward.history);
+  // A cast now ORs in the same tag: row 0 stays as it is, as in the exact run.
+  EXPECT_EQ(forward.current, amax_tag(0, n.step, forward.history, false));
+  EXPECT_EQ(n.modules[0].backward.history, mix64(42));  // the backward metas are left alone
+  // Another past, the same state.
+  auto again = mid_step(mix64(51), mix64(42));
+  ASSERT_TRUE(rename_numerics_within_step(*again));
+  EXPECT_EQ(again->observers.numerics.modules[0].forward, forward);
+}
+
+// A copy of a meta (here a stash entry) can come back and be folded again into a history held
+// now: no renaming then. Nor where row 0 holds anything but this step's tag (an earlier
+// step's amax, or the tag of another history).
+TEST(NumericsRenaming, WithinAStepNothingIsRenamedWhileACopyOrAnOlderAmaxIsHeld) {
+  auto with_stash = mid_step(mix64(61), 0);
+  Numerics::StashEntry entry;
+  entry.value = with_stash->observers.numerics.modules[0].forward;
+  with_stash->observers.numerics.stash.push_back(entry);
+  EXPECT_FALSE(rename_numerics_within_step(*with_stash));
+  EXPECT_EQ(with_stash->observers.numerics.modules[0].forward.history, mix64(61));
+
+  auto older = mid_step(mix64(62), 0);
+  older->observers.numerics.modules[0].forward.current |= mix64(63);
+  EXPECT_FALSE(rename_numerics_within_step(*older));
+  EXPECT_EQ(older->observers.numerics.modules[0].forward.history, mix64(62));
+
+  // The unsound test's variant renames even with the copy held.
+  EXPECT_TRUE(rename_numerics_within_step(*with_stash, false));
+}
+
 }  // namespace
 }  // namespace fp8sm::explorer
