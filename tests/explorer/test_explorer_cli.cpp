@@ -248,6 +248,16 @@ TEST(ExplorerFixpoint, SaysFixpointOrNoFixpointInTextAndJson) {
 // checkpoint frames (docs/explorer.md, "Fixpoint"), so within one open block and one node that
 // part takes a new value with every further checkpoint. Each part comes with a program that gave
 // it one, a whole program `explorer run` takes.
+// With the numerics too (every invariant but I8, docs/explorer.md "What makes the bounded space
+// finite"): fp8sm reaches a fixpoint within one open block and one live node and holds them all.
+TEST(ExplorerFixpoint, ProvesTheNumericsWithoutI8) {
+  const Result r = explorer("--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --modules 1 "
+                            "--check I1,I2,I3,I4,I5,I6,I7,I9");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("every program within the bounds, of any length"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("holding: I1 I2 I3 I4 I5 I6 I7 I9"), std::string::npos) << r.out;
+}
+
 TEST(ExplorerFixpoint, NamesWhatStillGrowsWhereThereIsNone) {
   const std::string args = "--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --modules 1 --semantics upstream "
                            "--check I1,I2,I3,I6,I7 --depth 6";
