@@ -11,39 +11,39 @@ namespace {
 
 using Numerics = NumericsState<FlatStorage>;
 
-// Every meta the numerics hold, in a fixed order: the modules' forward metas and the copies kept
-// for a restore, the stash's, those a recompute kept from before its first pop, the kept
-// stashes', and last the modules' backward metas. (Last, so that where nothing reads them,
+// Every meta the numerics hold and every history checkpoints' original forwards saw, in a fixed
+// order: the modules' forward metas and the copies kept for a restore, the stash's, those a
+// recompute kept from before its first pop, the kept stashes', the histories seen, and last the
+// modules' backward metas. (Last, so that where nothing reads them,
 // Abstractions::unread_backward_metas, their values do not shift the names of the others.)
-template <class F>
-void for_each_meta(Numerics& n, F&& f) {
+template <class OnMeta, class OnSeen>
+void visit(Numerics& n, OnMeta&& on_meta, OnSeen&& on_seen) {
   for (auto& module : n.modules) {
-    f(module.forward);
-    f(module.saved_for_restore);
+    on_meta(module.forward);
+    on_meta(module.saved_for_restore);
   }
-  for (auto& entry : n.stash) f(entry.value);
-  for (auto& before : n.before_pop) f(before.meta);
-  for (auto& kept : n.kept) f(kept.meta);
-  for (auto& module : n.modules) f(module.backward);
+  for (auto& entry : n.stash) on_meta(entry.value);
+  for (auto& before : n.before_pop) on_meta(before.meta);
+  for (auto& kept : n.kept) on_meta(kept.meta);
+  for (auto& seen : n.seen) on_seen(seen.history);
+  for (auto& module : n.modules) on_meta(module.backward);
 }
 
-// Every value held, the metas' (history, then row 0), the histories checkpoints' original
-// forwards saw between the forward metas and the backward ones.
+template <class F>
+void for_each_meta(Numerics& n, F&& f) {
+  visit(n, f, [](std::uint64_t&) {});
+}
+
+// Every value held: each meta's history, then its row 0; each history seen.
 template <class F>
 void for_each_value(Numerics& n, F&& f) {
-  auto both = [&](SymbolicMeta& meta) {
-    f(meta.history);
-    f(meta.current);
-  };
-  for (auto& module : n.modules) {
-    both(module.forward);
-    both(module.saved_for_restore);
-  }
-  for (auto& entry : n.stash) both(entry.value);
-  for (auto& before : n.before_pop) both(before.meta);
-  for (auto& kept : n.kept) both(kept.meta);
-  for (auto& seen : n.seen) f(seen.history);
-  for (auto& module : n.modules) both(module.backward);
+  visit(
+      n,
+      [&](SymbolicMeta& meta) {
+        f(meta.history);
+        f(meta.current);
+      },
+      f);
 }
 
 // The constant the k-th value held becomes: spread over 64 bits as the values were, so that

@@ -217,37 +217,34 @@ const char* const kCopiesOfUpdatedHistories[] = {
     "autocast on {\n  linear L0\n}\nautocast on {\n  checkpoint nonreentrant {\n    linear L0\n  }\n}\n",
 };
 
+// Every sound abstraction's merges, checked from the empty program (5 statements deep), from
+// the steps holding numerics (5) and, with `copies`, from the copies of updated histories (4).
+void expect_sound_merges_from_numerics_held(const spec::InvariantSet& checks, bool copies) {
+  for (Semantics semantics : spec::kAllSemantics) {
+    EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5), "") << spec::name(semantics);
+    auto from = [&](const char* start, int depth) {
+      EXPECT_EQ(
+          first_unsound_merge(semantics, checks, Abstractions::sound(), depth, spec::parse_scenario(start).statements), "")
+          << spec::name(semantics) << " after " << start;
+    };
+    for (const char* start : kStepsHoldingNumerics) from(start, 5);
+    if (!copies) continue;
+    for (const char* start : kCopiesOfUpdatedHistories) from(start, 4);
+  }
+}
+
 // And those of the numerics renamed at each step's start, with the invariants that carry them:
 // from the empty program, and from steps that leave numerics held for later steps.
 TEST(Abstractions, NumericsFromStepStartMergeOnlyStatesWithOneFuture) {
   const spec::InvariantSet checks = of({Invariant::I4, Invariant::I5, Invariant::I8, Invariant::I9});
-  for (Semantics semantics : spec::kAllSemantics) {
-    EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5), "") << spec::name(semantics);
-    for (const char* start : kStepsHoldingNumerics) {
-      EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5, spec::parse_scenario(start).statements),
-                "")
-          << spec::name(semantics) << " after " << start;
-    }
-  }
+  expect_sound_merges_from_numerics_held(checks, false);
 }
 
 // And without I8, where every numerics abstraction is on (the backward metas left out, the
 // renaming within a step), from the empty program and from steps that hold copies of metas.
 TEST(Abstractions, NumericsWithoutI8MergeOnlyStatesWithOneFuture) {
   const spec::InvariantSet checks = of({Invariant::I4, Invariant::I5, Invariant::I9});
-  for (Semantics semantics : spec::kAllSemantics) {
-    EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5), "") << spec::name(semantics);
-    for (const char* start : kStepsHoldingNumerics) {
-      EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 5, spec::parse_scenario(start).statements),
-                "")
-          << spec::name(semantics) << " after " << start;
-    }
-    for (const char* start : kCopiesOfUpdatedHistories) {
-      EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 4, spec::parse_scenario(start).statements),
-                "")
-          << spec::name(semantics) << " after " << start;
-    }
-  }
+  expect_sound_merges_from_numerics_held(checks, true);
 }
 
 // Forgetting the machine's ownership merges upstream states that disagree on who makes a later
