@@ -123,8 +123,14 @@ void rebase_steps(RunState& run, std::int32_t held_as) {
 void rename_numerics_at_step_start(RunState& program, RunState* reference, bool held_steps_earlier) {
   Renaming renaming;
   auto hold = [&](RunState& run) {
-    for_each_value(run.observers.numerics, [&](std::uint64_t& value) { renaming.hold(value); });
-    for_each_meta(run.observers.numerics, [&](SymbolicMeta& meta) { renaming.hold_fold(meta.history, meta.current); });
+    visit(
+        run.observers.numerics,
+        [&](SymbolicMeta& meta) {
+          renaming.hold(meta.history);
+          renaming.hold(meta.current);
+          renaming.hold_fold(meta.history, meta.current);
+        },
+        [&](std::uint64_t& seen) { renaming.hold(seen); });
   };
   hold(program);
   if (reference != nullptr) hold(*reference);
@@ -141,16 +147,16 @@ bool rename_numerics_within_step(RunState& run, bool only_without_copies) {
   Numerics& n = run.observers.numerics;
   const bool copies = !n.stash.empty() || !n.before_pop.empty() || !n.kept.empty() ||
                       std::any_of(n.modules.begin(), n.modules.end(), [](const Numerics::Module& module) {
-                        return module.saved_for_restore.history != 0 || module.saved_for_restore.current != 0;
+                        return module.saved_for_restore != SymbolicMeta{};
                       });
   if (copies && only_without_copies) return false;
-  // Row 0 as the current step's one tag, made from the meta's own history, or empty.
-  auto this_steps_tag = [&](std::size_t m, const SymbolicMeta& meta, bool backward) {
-    return amax_tag(static_cast<unsigned>(m), n.step, meta.history, backward);
+  // Row 0 as the current step's one forward tag, made from the meta's own history, or empty.
+  auto this_steps_tag = [&](std::size_t m, const SymbolicMeta& forward) {
+    return amax_tag(static_cast<unsigned>(m), n.step, forward.history, false);
   };
   for (std::size_t m = 0; m < n.modules.size(); ++m) {
     const SymbolicMeta& forward = n.modules[m].forward;
-    if (forward.current != 0 && forward.current != this_steps_tag(m, forward, false)) return false;
+    if (forward.current != 0 && forward.current != this_steps_tag(m, forward)) return false;
   }
   Renaming renaming;
   for (const auto& module : n.modules) renaming.hold(module.forward.history);
@@ -159,7 +165,7 @@ bool rename_numerics_within_step(RunState& run, bool only_without_copies) {
   for (std::size_t m = 0; m < n.modules.size(); ++m) {
     SymbolicMeta& forward = n.modules[m].forward;
     forward.history = renaming.renamed(forward.history);
-    if (forward.current != 0) forward.current = this_steps_tag(m, forward, false);
+    if (forward.current != 0) forward.current = this_steps_tag(m, forward);
   }
   for (auto& seen : n.seen) seen.history = renaming.renamed(seen.history);
   return true;
