@@ -13,9 +13,11 @@ import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import te_harness  # noqa: E402
+import te_observe  # noqa: E402
 from test_te_harness import CATALOGUE, SEED, loaded_te  # noqa: E402
 
 import fp8sm  # noqa: E402
@@ -136,6 +138,21 @@ class PluginTest(unittest.TestCase):
                 q = self.te.manager.quantization_state
                 self.assertEqual((q.autocast_depth, q.is_first_fp8_module), (0, False), name)
             self.assertEqual(te_steps, model, name)
+
+    def test_a_tape_whose_pass_failed_recomputes_with_the_original_scaling(self):
+        # torch frees a node's saved tensors only once its backward returns: the saved tape
+        # keeps the checkpoint node whose recompute raised, and the second pass recomputes it
+        # after the autocast's exit updated the scaling. Judged on TE's own scaling tensors
+        # (te_observe's I5), that recompute sees its original forward's scaling, and the model
+        # says the same: no violation, the same counts and exceptions.
+        text = (ROOT / "tests" / "scenarios" / "edge-tape-recomputes-again-after-a-failed-pass.scn").read_text()
+        with Installed("fp8sm"):
+            observed = te_observe.run_observed(self.te, text)["steps"]
+        model = fp8sm.run(text, "fp8sm")["steps"]
+        self.assertEqual([step["violations"] for step in observed], [{}])
+        self.assertEqual([step.get("violations", []) for step in model], [[]])
+        self.assertEqual([(s["forward_updates"], s["backward_updates"], [r["kind"] for r in s["raised"]]) for s in observed],
+                         [(s["forward_updates"], s["backward_updates"], [r["kind"] for r in s["raised"]]) for s in model])
 
 
 if __name__ == "__main__":

@@ -297,7 +297,7 @@ class Driver {
   // dropped); the next forward records a new graph.
   Done save(std::uint16_t tape) {
     GraphT& saved = tape_at(tape);
-    if (!saved.freed && drop_nodes(saved.nodes) == Done::Raising) return Done::Raising;
+    if (drop_nodes(not_yet_dropped(saved.nodes)) == Done::Raising) return Done::Raising;
     saved = std::move(state_->step_graph);
     new_step_graph();
     return Done::Normally;
@@ -323,8 +323,8 @@ class Driver {
   Done backward(std::uint16_t tape, bool retain) {
     GraphT* graph = tape == spec::kCurrentGraph ? &state_->step_graph : &tape_at(tape);
     // The nodes are copied: a recompute may record into other graphs while we walk this one.
+    // The copy keeps the flags from before the pass (which nodes an earlier pass dropped).
     Nodes nodes = graph->nodes;
-    const bool was_freed = graph->freed;  // its checkpoints were released then
     // Where the nodes' flags are kept for a later pass: the step's graph or tape `tape`.
     int kept = tape == spec::kCurrentGraph ? kStepGraph : static_cast<int>(tape);
     if (!retain) {
@@ -342,16 +342,13 @@ class Driver {
                                            if (fire(spec::GradPop{}) == Done::Raising) return;
                                            if (fire(spec::BackwardPassEnd{false}) == Done::Raising) return;
                                            observer_->backward_pass_end(false);
-                                           // Those whose backward did not complete were dropped
-                                           // unused: the pass freed them (TE's observer: their
-                                           // contexts are gone, no backward ran).
-                                           if (!retain && !was_freed) (void)abandon_nodes(nodes);
+                                           if (!retain) (void)drop_after_failed_pass(nodes, kept);
                                          });
     if (passed == Done::Raising) return Done::Raising;
     if (fire(spec::GradPop{}) == Done::Raising) return Done::Raising;
     if (fire(spec::BackwardPassEnd{true}) == Done::Raising) return Done::Raising;
     observer_->backward_pass_end(true);
-    if (!retain && !was_freed) return drop_nodes(nodes);
+    if (!retain) return drop_nodes(not_yet_dropped(nodes));
     return Done::Normally;
   }
 
@@ -612,6 +609,31 @@ class Driver {
     graph.nodes.push_back(std::move(node));
   }
 
+  // A node an earlier pass without retain completed was dropped then (its checkpoint released,
+  // its frame's count lowered); what a graph drops later is the rest. A graph no pass freed
+  // has no such node.
+  static Nodes not_yet_dropped(const Nodes& nodes) {
+    Nodes rest;
+    for (const NodeT& node : nodes) {
+      if (!node.freed) rest.push_back(node);
+    }
+    return rest;
+  }
+  // A pass without retain failed. Over the step's graph, which no statement can name again,
+  // what it had not dropped is dropped unused (TE's observer: their contexts are gone, no
+  // backward ran). A saved tape still holds its graph: torch freed only the nodes whose
+  // backward completed in this pass, and a later pass over the tape runs the others again, so
+  // their checkpoints stay (fp8sm keeps their scaling for that recompute: I5), dropped when
+  // the tape is saved over or a pass over it completes. `nodes`: the flags before the pass.
+  Done drop_after_failed_pass(const Nodes& nodes, int kept) {
+    const GraphT* tape = kept == kNoGraph ? nullptr : kept_graph(kept);
+    if (tape == nullptr) return abandon_nodes(not_yet_dropped(nodes));
+    Nodes freed_now;
+    for (std::size_t i = 0; i < nodes.size() && i < tape->nodes.size(); ++i) {
+      if (!nodes[i].freed && tape->nodes[i].freed) freed_now.push_back(nodes[i]);
+    }
+    return drop_nodes(freed_now);
+  }
   // Nodes that will never be backpropagated (again): the observer learns that those whose
   // backward never ran were discarded unused, and the checkpoints they held are released. A
   // module node whose backward ran (a retained graph's, before an exception ended the step) is

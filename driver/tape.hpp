@@ -61,7 +61,7 @@ struct Graph {
   // Tells graphs apart after `save` replaced the current one; kNone for a tape never saved
   // (one that a backward or a later tape's save named first).
   Id generation = statemachine::kNone<typename Traits::Storage>;
-  bool freed = false;  // backpropagated without retain (its nodes are released)
+  bool freed = false;  // backpropagated without retain (its nodes whose backward completed are released)
   bool live = true;    // false for a non-reentrant recompute's graph
 };
 

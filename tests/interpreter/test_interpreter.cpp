@@ -136,6 +136,32 @@ TEST(Tapes, SecondBackwardWithoutRetainRaisesAtTheFirstFreedNode) {
   EXPECT_EQ(retained[0].backward_updates, 2);
 }
 
+// A pass without retain over a saved tape fails in a checkpoint's recompute: torch frees a
+// node's saved tensors only when its backward returns, so the tape keeps the checkpoint's
+// node (its context lives: TE's plugin sees no release) and a later pass recomputes it. Its
+// checkpoint is released when the tape is saved over, not at the failure; the step's own
+// graph, which no statement names again, is dropped at the failure as before.
+struct DropLog : statemachine::Observer {
+  std::vector<std::string> log;
+  void node_discarded(statemachine::NodeId n) override { log.push_back(fmt::format("discard{}", n)); }
+  void checkpoint_dropped(statemachine::CaptureId c) override { log.push_back(fmt::format("release{}", c)); }
+  void recompute_begin(statemachine::CaptureId c) override { log.push_back(fmt::format("rc{}", c)); }
+};
+
+TEST(Tapes, AFailedPassOverATapeKeepsTheNodesItDidNotComplete) {
+  for (Semantics s : spec::kAllSemantics) {
+    DropLog kept;
+    run("checkpoint reentrant { raise recompute }; save A; try { backward A }; try { backward A }; save A", s, &kept);
+    // Upstream's second recompute fails at its entry (the pop of the captured-bit FIFO its
+    // first emptied, TE's IndexError), before the recompute begins.
+    const std::vector<std::string> twice = {"rc0", "rc0", "release0"}, once = {"rc0", "release0"};
+    EXPECT_EQ(kept.log, s == Semantics::Upstream ? once : twice) << spec::name(s);
+    DropLog dropped;
+    run("checkpoint reentrant { raise recompute }; try { backward }; backward", s, &dropped);
+    EXPECT_EQ(dropped.log, (std::vector<std::string>{"rc0", "discard0", "release0"})) << spec::name(s);
+  }
+}
+
 TEST(Tapes, BackwardOfAnEmptyGraphIsAnEmptyPass) {
   struct Case {
     const char* text;
