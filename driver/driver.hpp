@@ -297,7 +297,7 @@ class Driver {
   // dropped); the next forward records a new graph.
   Done save(std::uint16_t tape) {
     GraphT& saved = tape_at(tape);
-    if (drop_nodes(not_yet_dropped(saved.nodes)) == Done::Raising) return Done::Raising;
+    if (drop_nodes(saved.nodes) == Done::Raising) return Done::Raising;
     saved = std::move(state_->step_graph);
     new_step_graph();
     return Done::Normally;
@@ -348,7 +348,7 @@ class Driver {
     if (fire(spec::GradPop{}) == Done::Raising) return Done::Raising;
     if (fire(spec::BackwardPassEnd{true}) == Done::Raising) return Done::Raising;
     observer_->backward_pass_end(true);
-    if (!retain) return drop_nodes(not_yet_dropped(nodes));
+    if (!retain) return drop_nodes(nodes);
     return Done::Normally;
   }
 
@@ -609,16 +609,6 @@ class Driver {
     graph.nodes.push_back(std::move(node));
   }
 
-  // A node an earlier pass without retain completed was dropped then (its checkpoint released,
-  // its frame's count lowered); what a graph drops later is the rest. A graph no pass freed
-  // has no such node.
-  static Nodes not_yet_dropped(const Nodes& nodes) {
-    Nodes rest;
-    for (const NodeT& node : nodes) {
-      if (!node.freed) rest.push_back(node);
-    }
-    return rest;
-  }
   // A pass without retain failed. Over the step's graph, which no statement can name again,
   // what it had not dropped is dropped unused (TE's observer: their contexts are gone, no
   // backward ran). A saved tape still holds its graph: torch freed only the nodes whose
@@ -627,7 +617,7 @@ class Driver {
   // the tape is saved over or a pass over it completes. `nodes`: the flags before the pass.
   Done drop_after_failed_pass(const Nodes& nodes, int kept) {
     const GraphT* tape = kept == kNoGraph ? nullptr : kept_graph(kept);
-    if (tape == nullptr) return abandon_nodes(not_yet_dropped(nodes));
+    if (tape == nullptr) return abandon_nodes(nodes);
     Nodes freed_now;
     for (std::size_t i = 0; i < nodes.size() && i < tape->nodes.size(); ++i) {
       if (!nodes[i].freed && tape->nodes[i].freed) freed_now.push_back(nodes[i]);
@@ -645,9 +635,13 @@ class Driver {
     }
     return drop_nodes(nodes);
   }
-  // Nodes that will never be backpropagated (again): checkpoints they held are released.
+  // Nodes that will never be backpropagated (again): checkpoints they held are released. A
+  // freed node was dropped when the pass that freed it ended (drop_after_failed_pass, or the
+  // completed pass), so it is passed over: only a tape's nodes can be freed, and the callers
+  // pass a tape's nodes, or a copy with the flags from before the pass.
   Done drop_nodes(const Nodes& nodes) {
     for (const NodeT& node : nodes) {
+      if (node.freed) continue;
       if (node.kind == NodeT::Kind::Checkpoint &&
           release_checkpoint(state_->records[node.reentrant].capture) == Done::Raising) {
         return Done::Raising;
