@@ -243,11 +243,6 @@ TEST(ExplorerFixpoint, SaysFixpointOrNoFixpointInTextAndJson) {
   EXPECT_NE(cut_text.out.find("no fixpoint by depth 3: that layer still added"), std::string::npos) << cut_text.out;
 }
 
-// Where there is no fixpoint, the report says what still grows, in text and JSON alike: upstream
-// keeps the recompute context of every checkpoint, whose forward state it restores, in its
-// checkpoint frames (docs/explorer.md, "Fixpoint"), so within one open block and one node that
-// part takes a new value with every further checkpoint. Each part comes with a program that gave
-// it one, a whole program `explorer run` takes.
 // With the numerics too (every invariant but I8, docs/explorer.md "What makes the bounded space
 // finite"): fp8sm reaches a fixpoint within one open block and one live node and holds them all.
 TEST(ExplorerFixpoint, ProvesTheNumericsWithoutI8) {
@@ -258,6 +253,11 @@ TEST(ExplorerFixpoint, ProvesTheNumericsWithoutI8) {
   EXPECT_NE(r.out.find("holding: I1 I2 I3 I4 I5 I6 I7 I9"), std::string::npos) << r.out;
 }
 
+// Where there is no fixpoint, the report says what still grows, in text and JSON alike: upstream
+// keeps the recompute context of every checkpoint, whose forward state it restores, in its
+// checkpoint frames (docs/explorer.md, "Fixpoint"), so within one open block and one node that
+// part takes a new value with every further checkpoint. Each part comes with a program that gave
+// it one, a whole program `explorer run` takes.
 TEST(ExplorerFixpoint, NamesWhatStillGrowsWhereThereIsNone) {
   const std::string args = "--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --modules 1 --semantics upstream "
                            "--check I1,I2,I3,I6,I7 --depth 6";
