@@ -58,11 +58,17 @@ void ModelRunner::initial(ModelState& state) const {
 
 void ModelRunner::copy(ModelState& to, const ModelState& from) const {
   to.facts = from.facts;
-  to.program.model = from.program.model;
-  if (carried_.forward_updates) to.program.observers.program_grad = from.program.observers.program_grad;
-  if (carried_.ownership) to.program.observers.ownership = from.program.observers.ownership;
-  if (carried_.numerics) to.program.observers.numerics = from.program.observers.numerics;
-  if (with_reference_) to.reference = from.reference;
+  copy_run(to.program, from.program);
+  if (with_reference_) copy_run(to.reference, from.reference);
+}
+
+// The observers' lists are copied as far as they are used (copy_used): most of their
+// kilobytes are empty slots.
+void ModelRunner::copy_run(RunState& to, const RunState& from) const {
+  to.model = from.model;
+  if (carried_.forward_updates) to.observers.program_grad = from.observers.program_grad;
+  if (carried_.ownership) copy_used(to.observers.ownership, from.observers.ownership);
+  if (carried_.numerics) copy_used(to.observers.numerics, from.observers.numerics);
 }
 
 void ModelRunner::bind(ModelState& state) {

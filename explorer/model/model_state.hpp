@@ -128,6 +128,7 @@ class ModelRunner {
   // canonical_parts, with the parts' names in `names` (may be null).
   Parts cut_into_parts(const ModelState& state, std::vector<std::string>* names) const;
   void bind(ModelState& state);
+  void copy_run(RunState& to, const RunState& from) const;
 
   spec::Semantics semantics_;
   CheckedObservers carried_;

@@ -151,6 +151,39 @@ struct NumericsState {
   List<Id, capacity::DroppedCheckpoints> dropped;  // sorted: checkpoints the driver released
 };
 
+// The flat observers copied list by list (BoundedVector::copy_used_from): the same bytes as an
+// assignment, in a few cache lines where the assignment moves kilobytes of empty slots (a
+// successor is a copy of its parent). Every member is listed: one added to these structs must
+// be added here too. The sizes below stop the build until it is, and
+// tests/explorer/test_flat_state.cpp compares the copies' bytes with the assignment's.
+static_assert(sizeof(OwnershipState<statemachine::FlatStorage>) == 1068 &&
+                  sizeof(NumericsState<statemachine::FlatStorage>) == 4304,
+              "a member was added: copy it in copy_used below, then update these sizes");
+
+inline void copy_used(OwnershipState<statemachine::FlatStorage>& to,
+                      const OwnershipState<statemachine::FlatStorage>& from) {
+  to.bit_before_event = from.bit_before_event;
+  to.open.copy_used_from(from.open);
+  to.closed.copy_used_from(from.closed);
+  to.revivals.copy_used_from(from.revivals);
+}
+
+inline void copy_used(NumericsState<statemachine::FlatStorage>& to, const NumericsState<statemachine::FlatStorage>& from) {
+  to.step = from.step;
+  to.fifo_length = from.fifo_length;
+  to.installed_from = from.installed_from;
+  to.modules.copy_used_from(from.modules);
+  to.stash.copy_used_from(from.stash);
+  to.extents.copy_used_from(from.extents);
+  to.occurrences.copy_used_from(from.occurrences);
+  to.before_pop.copy_used_from(from.before_pop);
+  to.seen_keys.copy_used_from(from.seen_keys);
+  to.seen.copy_used_from(from.seen);
+  to.kept_by.copy_used_from(from.kept_by);
+  to.kept.copy_used_from(from.kept);
+  to.dropped.copy_used_from(from.dropped);
+}
+
 // Everything the observers carry; the search copies and hashes only the parts it checks.
 template <class S>
 struct ObserverState {
