@@ -327,12 +327,9 @@ class Driver {
     Nodes nodes = graph->nodes;
     // Where the nodes' flags are kept for a later pass: the step's graph or tape `tape`.
     int kept = tape == spec::kCurrentGraph ? kStepGraph : static_cast<int>(tape);
-    if (!retain) {
-      graph->freed = true;
-      if (graph == &state_->step_graph) {  // the step's next statements record a new graph
-        new_step_graph();
-        kept = kNoGraph;
-      }
+    if (!retain && graph == &state_->step_graph) {  // the step's next statements record a new graph
+      new_step_graph();
+      kept = kNoGraph;
     }
     observer_->backward_pass_begin();
     if (fire(spec::BackwardPassBegin{}) == Done::Raising) return Done::Raising;

@@ -61,8 +61,9 @@ struct Graph {
   // Tells graphs apart after `save` replaced the current one; kNone for a tape never saved
   // (one that a backward or a later tape's save named first).
   Id generation = statemachine::kNone<typename Traits::Storage>;
-  bool freed = false;  // backpropagated without retain (its nodes whose backward completed are released)
-  bool live = true;    // false for a non-reentrant recompute's graph
+  // Whether a pass without retain went over it is not kept: what that pass released is in its
+  // nodes' `freed`, and nothing reads more (a whole-graph flag split the search's states).
+  bool live = true;  // false for a non-reentrant recompute's graph
 };
 
 // A reentrant checkpoint's node: its recompute runs `body` at the node's turn in backward.
@@ -116,7 +117,7 @@ struct DriverState {
   template <class T, class Tag>
   using List = typename S::template List<T, Tag>;
 
-  Graph<Traits> step_graph{{}, 1, false, true};  // the current graph of the step
+  Graph<Traits> step_graph{{}, 1, true};  // the current graph of the step
   List<Graph<Traits>, capacity::Tapes> tapes;     // index = tape name
   Id next_generation = 2;
   List<ReentrantRecord<Traits>, capacity::Records> records;

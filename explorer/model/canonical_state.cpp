@@ -298,7 +298,7 @@ Id generation_rank(Id generation, unsigned shift) {
 
 Out write_graph(const Graph& g, unsigned shift, Out out) {
   out.u8(generation_rank(g.generation, shift));
-  out.u8(static_cast<unsigned>(g.freed) | (static_cast<unsigned>(g.live) << 1));
+  out.u8(static_cast<unsigned>(g.live));
   out = write_list(g.nodes, out);  // kind, flags, id, module, record, frame, slot, input grad
   return out;
 }
