@@ -77,35 +77,45 @@ TEST(FlatState, ASuccessorAllocatesNothing) {
 
 // The search skips renaming ids after the statements that cannot disturb them
 // (explorer::keeps_canonical_ids). Wherever it does, renaming would have changed nothing.
+// Every program of up to `depth` statements (closing braces free), depth first, without
+// merging equal states: visit(parent, statement, child) for each successor.
+void for_each_successor(ModelRunner& runner, int depth,
+                        const std::function<void(const ModelState&, const Statement&, const ModelState&)>& visit) {
+  std::function<void(const ModelState&, int)> walk = [&](const ModelState& parent, int budget) {
+    std::vector<Statement> next;
+    if (budget > 0) explorer::next_statements(parent.facts, explorer::AlphabetOptions{}, next);
+    if (!parent.facts.open.empty()) next.push_back(explorer::close_statement());
+    for (const Statement& statement : next) {
+      auto child = std::make_unique<ModelState>(parent);
+      runner.apply(*child, statement);
+      visit(parent, statement, *child);
+      if (::testing::Test::HasFatalFailure()) return;
+      walk(*child, statement.op == spec::Op::Close ? budget : budget - 1);
+    }
+  };
+  auto root = std::make_unique<ModelState>();
+  runner.initial(*root);
+  walk(*root, depth);
+}
+
 TEST(FlatState, SkippingTheRenamingIsRightWhereverItIsSkipped) {
   for (Semantics s : spec::kAllSemantics) {
     for (const spec::InvariantSet& checks : {spec::InvariantSet{}, only(spec::Invariant::I1)}) {
       ModelRunner runner(s, checks, true);
       int skipped = 0, checked = 0;
-      std::function<void(const ModelState&, int)> visit = [&](const ModelState& parent, int budget) {
-        std::vector<Statement> next;
-        if (budget > 0) explorer::next_statements(parent.facts, explorer::AlphabetOptions{}, next);
-        if (!parent.facts.open.empty()) next.push_back(explorer::close_statement());
-        for (const Statement& statement : next) {
-          auto child = std::make_unique<ModelState>(parent);
-          runner.apply(*child, statement);
-          for (const explorer::RunState* run : {&child->program, &child->reference}) {
-            if (run == &child->reference && !runner.with_reference()) continue;
-            auto renamed = std::make_unique<explorer::RunState>(*run);
-            explorer::canonicalize(*renamed, runner.carried());
-            ASSERT_EQ(std::memcmp(renamed.get(), run, sizeof *run), 0)
-                << spec::name(s) << ": the state after a statement is not canonical";
-            ++checked;
-          }
-          skipped += explorer::keeps_canonical_ids(statement.op, explorer::ids_before(parent.program, statement.op), child->program)
-                         ? 1
-                         : 0;
-          visit(*child, statement.op == spec::Op::Close ? budget : budget - 1);
+      for_each_successor(runner, 4, [&](const ModelState& parent, const Statement& statement, const ModelState& child) {
+        for (const explorer::RunState* run : {&child.program, &child.reference}) {
+          if (run == &child.reference && !runner.with_reference()) continue;
+          auto renamed = std::make_unique<explorer::RunState>(*run);
+          explorer::canonicalize(*renamed, runner.carried());
+          ASSERT_EQ(std::memcmp(renamed.get(), run, sizeof *run), 0)
+              << spec::name(s) << ": the state after a statement is not canonical";
+          ++checked;
         }
-      };
-      auto root = std::make_unique<ModelState>();
-      runner.initial(*root);
-      visit(*root, 4);
+        skipped += explorer::keeps_canonical_ids(statement.op, explorer::ids_before(parent.program, statement.op), child.program)
+                       ? 1
+                       : 0;
+      });
       EXPECT_GT(checked, 100000);
       EXPECT_GT(skipped, 10000);  // the shortcut was taken, and often
     }
@@ -114,7 +124,7 @@ TEST(FlatState, SkippingTheRenamingIsRightWhereverItIsSkipped) {
 
 // ModelRunner::copy moves the observers' lists only as far as they are used
 // (observer_state.hpp, copy_used). Into a state that held another program's (other sizes in
-// every list), it must leave the parent's bytes exactly: a member copy_used forgets, or a slot
+// every list), it must leave the copied state's bytes exactly: a member copy_used forgets, or a slot
 // it leaves behind, shows here. Every invariant checked, so every part is carried.
 TEST(FlatState, CopyingTheUsedSlotsLeavesTheParentsBytes) {
   for (Semantics s : spec::kAllSemantics) {
@@ -122,23 +132,11 @@ TEST(FlatState, CopyingTheUsedSlotsLeavesTheParentsBytes) {
     auto recycled = std::make_unique<ModelState>();
     runner.initial(*recycled);
     int compared = 0;
-    std::function<void(const ModelState&, int)> visit = [&](const ModelState& parent, int budget) {
-      runner.copy(*recycled, parent);  // over the state visited before: a sibling's or a cousin's
-      ASSERT_EQ(std::memcmp(recycled.get(), &parent, sizeof parent), 0)
-          << spec::name(s) << ": the copy is not the parent's bytes";
+    for_each_successor(runner, 4, [&](const ModelState&, const Statement&, const ModelState& child) {
+      runner.copy(*recycled, child);  // over the state visited before: a sibling's or a cousin's
+      ASSERT_EQ(std::memcmp(recycled.get(), &child, sizeof child), 0) << spec::name(s) << ": the copy is not the state's bytes";
       ++compared;
-      std::vector<Statement> next;
-      if (budget > 0) explorer::next_statements(parent.facts, explorer::AlphabetOptions{}, next);
-      if (!parent.facts.open.empty()) next.push_back(explorer::close_statement());
-      for (const Statement& statement : next) {
-        auto child = std::make_unique<ModelState>(parent);
-        runner.apply(*child, statement);
-        visit(*child, statement.op == spec::Op::Close ? budget : budget - 1);
-      }
-    };
-    auto root = std::make_unique<ModelState>();
-    runner.initial(*root);
-    visit(*root, 4);
+    });
     EXPECT_GT(compared, 100000);
   }
 }
