@@ -45,10 +45,10 @@ void check_every_pair_of_sizes(Make make) {
 }
 
 TEST(BoundedVector, CopyingTheUsedSlotsLeavesTheAssignmentsBytes) {
-  check_every_pair_of_sizes<statemachine::BoundedVector<Wide, 40, ManyWide>>([](std::mt19937& r) {
+  check_every_pair_of_sizes<statemachine::BoundedVector<Wide, ManyWide::kCapacity, ManyWide>>([](std::mt19937& r) {
     return Wide{static_cast<std::uint32_t>(r()) | 1u, static_cast<std::uint32_t>(r()), static_cast<std::uint32_t>(r())};
   });
-  check_every_pair_of_sizes<statemachine::BoundedVector<std::uint8_t, 24, FewBytes>>(
+  check_every_pair_of_sizes<statemachine::BoundedVector<std::uint8_t, FewBytes::kCapacity, FewBytes>>(
       [](std::mt19937& r) { return static_cast<std::uint8_t>(r() | 1u); });
 }
 
