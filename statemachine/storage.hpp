@@ -123,7 +123,11 @@ class BoundedVector {
         std::memcpy(to_bytes + at, from_bytes + at, 32);
       }
     }
-    size_ = from.size_;
+    // The size and the bytes after it (the object's tail padding), so that the object's bytes
+    // are the assignment's too.
+    constexpr std::size_t kSizeOffset = sizeof items_;
+    std::memcpy(reinterpret_cast<char*>(this) + kSizeOffset, reinterpret_cast<const char*>(&from) + kSizeOffset,
+                sizeof(BoundedVector) - kSizeOffset);
   }
   void swap(BoundedVector& other) {
     BoundedVector kept = *this;

@@ -124,9 +124,11 @@ TEST(FlatState, SkippingTheRenamingIsRightWhereverItIsSkipped) {
 
 // ModelRunner::copy moves the observers' lists only as far as they are used
 // (observer_state.hpp, copy_used). Into a state that held another program's (other sizes in
-// every list), it must leave the copied state's bytes exactly: a member copy_used forgets, or a slot
-// it leaves behind, shows here. Every invariant checked, so every part is carried.
-TEST(FlatState, CopyingTheUsedSlotsLeavesTheParentsBytes) {
+// every list), it must leave the copied state: a member copy_used forgets shows in the canonical
+// bytes (everything the future depends on). Every invariant checked, so every part is carried.
+// (The bytes between members are padding, which no copy need keep: the lists' own bytes are
+// test_bounded_vector's.)
+TEST(FlatState, CopyingTheUsedSlotsLeavesTheSameState) {
   for (Semantics s : spec::kAllSemantics) {
     ModelRunner runner(s, spec::InvariantSet{}, true);
     auto recycled = std::make_unique<ModelState>();
@@ -134,7 +136,7 @@ TEST(FlatState, CopyingTheUsedSlotsLeavesTheParentsBytes) {
     int compared = 0;
     for_each_successor(runner, 4, [&](const ModelState&, const Statement&, const ModelState& child) {
       runner.copy(*recycled, child);  // over the state visited before: a sibling's or a cousin's
-      ASSERT_EQ(std::memcmp(recycled.get(), &child, sizeof child), 0) << spec::name(s) << ": the copy is not the state's bytes";
+      ASSERT_EQ(runner.canonical_bytes(*recycled), runner.canonical_bytes(child)) << spec::name(s) << ": the copy is another state";
       ++compared;
     });
     EXPECT_GT(compared, 100000);
