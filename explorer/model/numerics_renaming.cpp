@@ -64,14 +64,18 @@ class Renaming {
   // value its constant.
   void name() {
     names_.assign(values_.size(), 0);
+    // Each value's arguments as a fold (kAbsent: zero, which a module's first history is).
     std::vector<std::pair<std::size_t, std::size_t>> made_of(values_.size(), {kAbsent, kAbsent});
+    std::vector<bool> is_fold(values_.size(), false);
     for (const auto& [history, current] : folds_) {
       const std::size_t at = index_of(SymbolicMeta::folded(history, current));
-      if (at != kAbsent && made_of[at].first == kAbsent) made_of[at] = {index_of(history), index_of(current)};
+      if (at == kAbsent || is_fold[at]) continue;
+      made_of[at] = {index_of(history), index_of(current)};
+      is_fold[at] = true;
     }
     std::vector<bool> named(values_.size(), false);
     for (std::size_t k = 0; k < values_.size(); ++k) {
-      if (made_of[k].first != kAbsent) continue;
+      if (is_fold[k]) continue;
       names_[k] = renamed_constant(k);
       named[k] = true;
     }

@@ -247,6 +247,23 @@ TEST(Abstractions, NumericsWithoutI8MergeOnlyStatesWithOneFuture) {
   expect_sound_merges_from_numerics_held(checks, true);
 }
 
+// A module's first history is zero, and the renaming at a step's start keeps zero: a held
+// history that is the fold of a meta whose history is still zero must become the fold of the
+// renamed row 0 too. Under upstream and pr3213 an autocast inside a checkpoint makes no forward
+// update, so the program holds its first cast in row 0 past the step, over a zero history,
+// where the reference has folded it; the program's next update makes the reference's history.
+// Named as an unrelated constant, the two stayed apart: an I8 violation that the exact runs do
+// not have (as the renaming was before this was fixed).
+TEST(Abstractions, TheRenamingAtAStepsStartKeepsFoldsOfTheFirstHistory) {
+  const spec::InvariantSet checks = of({Invariant::I1, Invariant::I2, Invariant::I5, Invariant::I8});
+  const auto prefix = spec::parse_scenario("checkpoint reentrant {\n  autocast on {\n    linear L0\n  }\n}\nstep\n");
+  Abstractions renaming;
+  renaming.numerics_from_step_start = true;
+  for (Semantics semantics : {Semantics::Upstream, Semantics::Pr3213}) {
+    EXPECT_EQ(first_unsound_merge(semantics, checks, renaming, 4, prefix.statements), "") << spec::name(semantics);
+  }
+}
+
 // Forgetting the machine's ownership merges upstream states that disagree on who makes a later
 // forward update. Upstream's shortest counterexamples at depth 6 survive it (they are found
 // before the merges matter, so the verdict comparison alone lets it pass), but the merge-by-merge
