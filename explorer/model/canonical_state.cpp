@@ -390,8 +390,8 @@ Out write_machine(const statemachine::MachineState<FlatStorage>& machine, bool f
 // `step_numbers`: some observer carried reads the step's number (the numerics' amax tags and
 // stash ages); otherwise nothing in a run's future does (the interpreter hands it to observers,
 // and a step's end is seen as a change of it), so it is not part of the state.
-Out write_model(const Model& m, bool canonical_ids, bool step_results, bool step_numbers, bool forget_ownership,
-                Out out, PartMarks* marks) {
+Out write_model(const Model& m, bool canonical_ids, const StepResultsWritten& step_results, bool step_numbers,
+                bool forget_ownership, Out out, PartMarks* marks) {
   auto mark = [&](const char* name) {
     if (marks != nullptr) marks->at(name, out);
   };
@@ -456,10 +456,11 @@ Out write_model(const Model& m, bool canonical_ids, bool step_results, bool step
   mark("interpreter.step");
   if (step_numbers) out.u32(m.step);
   out.u8(m.step_started);
-  if (!step_results) return out;
-  mark("interpreter.step_results");
-  out.u32(m.current.forward_updates);
-  out.u32(m.current.backward_updates);
+  if (step_results.checked) mark("interpreter.step_results");
+  if (!step_results.written) return out;
+  const std::uint32_t most = step_results.saturated ? 1 : ~std::uint32_t{0};
+  out.u32(std::min(m.current.forward_updates - step_results.forward_both, most));
+  out.u32(std::min(m.current.backward_updates - step_results.backward_both, most));
   out.u8(m.current.raised.size());
   for (const spec::RaisedException& e : m.current.raised) {
     out.u8(static_cast<unsigned>(e.kind));
@@ -718,23 +719,26 @@ void canonicalize(RunState& run, const CheckedObservers& carried) {
   rename_generations(run.model);
 }
 
-void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids, bool step_results,
-                     const Abstractions& abstractions, ByteWriter& writer, PartMarks* marks) {
+void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids,
+                     const StepResultsWritten& step_results, const Abstractions& abstractions, ByteWriter& writer,
+                     PartMarks* marks) {
   Out out = writer.out();
   const bool step_numbers = carried.numerics || !abstractions.unread_step_numbers;
   out = write_model(run.model, canonical_ids, step_results, step_numbers, abstractions.unsound_forget_ownership, out,
                     marks);
   // Only I8 reads the backward metas, comparing the two runs' (transparency.hpp).
-  const bool backward_metas = step_results || !abstractions.unread_backward_metas;
+  const bool backward_metas = step_results.written || !abstractions.unread_backward_metas;
   out = write_observers(run.observers, carried, backward_metas, out, marks);
   writer.advance(out);
 }
 
-void write_canonical(const ProgramFacts& facts, bool with_reference, ByteWriter& writer) {
+void write_canonical(const ProgramFacts& facts, bool with_reference, bool judged, ByteWriter& writer) {
   Out out = writer.out();
-  if (with_reference) {
+  if (judged) {
     out.u8(static_cast<unsigned>(facts.diverged) | (static_cast<unsigned>(facts.reference_comparable) << 1));
     out.fixed<sizeof facts.tape_freed>(facts.tape_freed);
+  } else if (with_reference) {
+    out.u8(0xff);  // I8 judges no more: none of the values above
   }
   out = write_list(facts.open, out);
   out.fixed<sizeof facts.tape_saved>(facts.tape_saved);

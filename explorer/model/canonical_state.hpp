@@ -125,18 +125,35 @@ class PartMarks {
   explicit PartMarks(const char* base) : base_(base) {}
   void at(const char* name, const Out& out) { starts_.emplace_back(name, static_cast<std::size_t>(out.at - base_)); }
   const std::vector<std::pair<const char*, std::size_t>>& starts() const { return starts_; }
+  // The names of `like`, each an empty part at `out` (a run a state leaves out).
+  void empty_parts_like(const PartMarks& like, const Out& out) {
+    for (const auto& start : like.starts()) at(start.first, out);
+  }
 
  private:
   const char* base_;
   std::vector<std::pair<const char*, std::size_t>> starts_;
 };
 
+// What of a run's step results (its counts and escaped exceptions in the step so far) a
+// state holds: I8 alone reads them, at the step's end, against the other run's.
+struct StepResultsWritten {
+  bool checked = false;  // I8 is checked: the part is named (PartMarks), even when left out
+  bool written = false;  // I8 still judges this state's future
+  // Subtracted from the counts: what both runs counted so far (Abstractions::relative_step_counts).
+  std::uint32_t forward_both = 0;
+  std::uint32_t backward_both = 0;
+  bool saturated = false;  // each count at most 1 (Abstractions::unsound_saturate_step_counts)
+};
+
 // Appends the run's canonical bytes: the model, the observers of `carried`, and (for I8) the
 // step's counts and escaped exceptions. `canonical_ids`: the run was canonicalized. `marks`
 // (may be null) learns where each part starts.
-void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids, bool step_results,
-                     const Abstractions& abstractions, ByteWriter& out, PartMarks* marks = nullptr);
-// Appends the program facts the future depends on (the reference's divergence only for I8).
-void write_canonical(const ProgramFacts& facts, bool with_reference, ByteWriter& out);
+void write_canonical(const RunState& run, const CheckedObservers& carried, bool canonical_ids,
+                     const StepResultsWritten& step_results, const Abstractions& abstractions, ByteWriter& out,
+                     PartMarks* marks = nullptr);
+// Appends the program facts the future depends on: with `judged` (I8 still judges), the
+// reference's divergence; with `with_reference` but not `judged`, only that it no longer judges.
+void write_canonical(const ProgramFacts& facts, bool with_reference, bool judged, ByteWriter& out);
 
 }  // namespace fp8sm::explorer

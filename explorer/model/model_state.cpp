@@ -91,6 +91,8 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   ignored_.clear();
   ProgramFacts& facts = state.facts;
   bind(state);
+  // Decided before the statement: the one that settles I8 is the last the reference sees.
+  const bool with_reference = runs_reference(state);
   // The reference's divergence (spec::ReferenceDivergence, statement by statement; a tape's
   // and a checkpoint's only by the statements the program executes).
   spec::apply_divergence(s, facts.inside_checkpoint(), !program_.skipping(), program_.input_lacks_grad(),
@@ -107,38 +109,43 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   const std::uint32_t program_step = state.program.model.step;
   const std::uint32_t reference_step = state.reference.model.step;
   const IdsBefore program_before = ids_before(state.program, s.op);
-  const IdsBefore reference_before = with_reference_ ? ids_before(state.reference, s.op) : IdsBefore{};
+  const IdsBefore reference_before = with_reference ? ids_before(state.reference, s.op) : IdsBefore{};
   program_.feed(s);
-  if (with_reference_ && !reference_skips) reference_.feed(s);
+  if (with_reference && !reference_skips) reference_.feed(s);
   if (s.op == Op::Step) finish_step(state, program_step, reference_step);
   // The log is not part of a state (canonical_state.hpp: only the bodies that replay it), so
   // forgetting what no body reads merges nothing; it keeps a program of any length within the
   // log's capacity. Programs of a depth-bounded search fit it whole and never get here.
   if (state.program.model.log.size() > kForgetLogPast) program_.forget_unreadable_log();
-  if (with_reference_ && state.reference.model.log.size() > kForgetLogPast) reference_.forget_unreadable_log();
+  if (with_reference && state.reference.model.log.size() > kForgetLogPast) reference_.forget_unreadable_log();
   // What I3 can no longer be violated by goes (abstractions.hpp); the node ids it named may go
   // with it, so the ids are renamed again where it did.
   bool program_settled = false;
   bool reference_settled = false;
   if (carried_.ownership && abstractions_.settled_ownership) {
     program_settled = forget_what_cannot_violate(state.program.observers.ownership);
-    if (with_reference_) reference_settled = forget_what_cannot_violate(state.reference.observers.ownership);
+    if (with_reference) reference_settled = forget_what_cannot_violate(state.reference.observers.ownership);
   }
   if (canonical_ids_) {
     if (program_settled || !keeps_canonical_ids(s.op, program_before, state.program)) {
       canonicalize(state.program, carried_);
     }
-    if (with_reference_ &&
+    if (with_reference &&
         (reference_settled || !(reference_skips || keeps_canonical_ids(s.op, reference_before, state.reference)))) {
       canonicalize(state.reference, carried_);
     }
   }
   // After the ids: the values are named in the order the canonical state lists them.
   if (s.op == Op::Step && renames_numerics()) {
-    rename_numerics_at_step_start(state.program, with_reference_ ? &state.reference : nullptr,
+    rename_numerics_at_step_start(state.program, runs_reference(state) ? &state.reference : nullptr,
                                   !abstractions_.unsound_held_steps_current);
-  } else if (carried_.numerics && abstractions_.numerics_within_step && !with_reference_) {
-    (void)rename_numerics_within_step(state.program, !abstractions_.unsound_rename_with_copies);
+  } else if (carried_.numerics && abstractions_.numerics_within_step) {
+    if (!judges_transparency(state)) {
+      (void)rename_numerics_within_step(state.program, !abstractions_.unsound_rename_with_copies);
+    } else if (abstractions_.numerics_within_step_with_reference) {
+      (void)rename_numerics_within_step_together(state.program, state.reference,
+                                                 !abstractions_.unsound_rename_program_alone);
+    }
   }
   return verdict_;
 }
@@ -153,7 +160,7 @@ const Verdict& ModelRunner::end_here(ModelState& state) {
   const std::uint32_t program_step = state.program.model.step;
   const std::uint32_t reference_step = state.reference.model.step;
   program_.end_of_file();
-  if (with_reference_) reference_.end_of_file();
+  if (runs_reference(state)) reference_.end_of_file();
   finish_step(state, program_step, reference_step);
   return verdict_;
 }
@@ -175,15 +182,40 @@ void ModelRunner::finish_step(ModelState& state, std::uint32_t program_step, std
   }
 }
 
+bool ModelRunner::judges_transparency(const ModelState& state) const {
+  if (!runs_reference(state)) return false;
+  if (!abstractions_.unsound_settle_at_first_difference) return true;
+  const auto& mine = state.program.model.current.raised;
+  const auto& theirs = state.reference.model.current.raised;
+  return mine.size() == theirs.size() && std::equal(mine.begin(), mine.end(), theirs.begin());
+}
+
 void ModelRunner::write_state(const ModelState& state, ByteWriter& bytes, PartMarks* program_marks,
                               PartMarks* reference_marks, std::size_t* facts_end, std::size_t* program_end) const {
   bytes.clear();
-  write_canonical(state.facts, with_reference_, bytes);
+  StepResultsWritten step_results;
+  step_results.checked = with_reference_;
+  step_results.written = judges_transparency(state);
+  if (step_results.written && abstractions_.relative_step_counts) {
+    const interpreter::StepTally& mine = state.program.model.current;
+    const interpreter::StepTally& theirs = state.reference.model.current;
+    step_results.forward_both = std::min(mine.forward_updates, theirs.forward_updates);
+    step_results.backward_both = std::min(mine.backward_updates, theirs.backward_updates);
+    step_results.saturated = abstractions_.unsound_saturate_step_counts;
+  }
+  write_canonical(state.facts, with_reference_, step_results.written, bytes);
   if (facts_end != nullptr) *facts_end = bytes.size();
-  write_canonical(state.program, carried_, canonical_ids_, with_reference_, abstractions_, bytes, program_marks);
+  write_canonical(state.program, carried_, canonical_ids_, step_results, abstractions_, bytes, program_marks);
   if (program_end != nullptr) *program_end = bytes.size();
-  if (with_reference_) {
-    write_canonical(state.reference, carried_, canonical_ids_, with_reference_, abstractions_, bytes, reference_marks);
+  if (step_results.written) {
+    write_canonical(state.reference, carried_, canonical_ids_, step_results, abstractions_, bytes, reference_marks);
+  } else if (with_reference_ && reference_marks != nullptr) {
+    // The growth analysis names the same parts for every state: the reference's, empty.
+    thread_local ByteWriter ignored;
+    ignored.clear();
+    PartMarks names(ignored.data());
+    write_canonical(state.reference, carried_, canonical_ids_, step_results, abstractions_, ignored, &names);
+    reference_marks->empty_parts_like(names, bytes.out());
   }
   if (bytes.size() > ByteWriter::kStateBound) std::abort();  // cannot happen: the bound is the state's size, four times
 }

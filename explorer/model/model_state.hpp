@@ -57,6 +57,8 @@ struct ProgramFacts {
   bool reference_comparable = true;   // the runs have not parted on exceptions
 
   bool inside_checkpoint() const { return checkpoints_open > 0; }
+  // Whether I8 has judged its last step: both flags above stay once set.
+  bool transparency_settled() const { return diverged || !reference_comparable; }
 };
 
 struct ModelState {
@@ -117,6 +119,14 @@ class ModelRunner {
 
  private:
   void finish_step(ModelState& state, std::uint32_t program_step, std::uint32_t reference_step);
+  // Whether I8 can still judge `state`'s future, so that the state holds the run without
+  // checkpoints and the step's results (Abstractions::settled_transparency).
+  bool judges_transparency(const ModelState& state) const;
+  // Whether the run without checkpoints still follows the program: not once I8 has settled
+  // (the facts say so) and the state leaves it out.
+  bool runs_reference(const ModelState& state) const {
+    return with_reference_ && !(abstractions_.settled_transparency && state.facts.transparency_settled());
+  }
   // Whether each step's start renames the numerics' values (Abstractions::numerics_from_step_start).
   bool renames_numerics() const { return carried_.numerics && abstractions_.numerics_from_step_start; }
   // Writes `state`'s canonical bytes into `bytes` (cleared first): the facts, the program's run,

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "explorer/model/transparency.hpp"
+
 namespace fp8sm::explorer {
 
 namespace {
@@ -147,31 +149,85 @@ void rename_numerics_at_step_start(RunState& program, RunState* reference, bool 
   if (reference != nullptr) rename(*reference);
 }
 
+namespace {
+
+// Whether the numerics hold a copy of a forward meta: a stash entry, a kept stash, a meta from
+// before a recompute's pop, a meta saved for a restore.
+bool holds_copies(const Numerics& n) {
+  return !n.stash.empty() || !n.before_pop.empty() || !n.kept.empty() ||
+         std::any_of(n.modules.begin(), n.modules.end(),
+                     [](const Numerics::Module& module) { return module.saved_for_restore != SymbolicMeta{}; });
+}
+
+// The current step's one tag of module m's meta in `direction`, made from the meta's own history.
+std::uint64_t own_tag(const Numerics& n, std::size_t m, const SymbolicMeta& meta, bool backward) {
+  return amax_tag(static_cast<unsigned>(m), n.step, meta.history, backward);
+}
+
+// Whether each row 0 of `direction` is empty or the current step's one tag of its own history.
+bool rows_are_own_tags(const Numerics& n, bool backward) {
+  for (std::size_t m = 0; m < n.modules.size(); ++m) {
+    const SymbolicMeta& meta = backward ? n.modules[m].backward : n.modules[m].forward;
+    if (meta.current != 0 && meta.current != own_tag(n, m, meta, backward)) return false;
+  }
+  return true;
+}
+
+// Renames the histories of `direction` and, for the forward, the histories seen; each row 0
+// becomes its tag of the renamed history.
+void rename_histories(Numerics& n, const Renaming& renaming, bool backward) {
+  for (std::size_t m = 0; m < n.modules.size(); ++m) {
+    SymbolicMeta& meta = backward ? n.modules[m].backward : n.modules[m].forward;
+    meta.history = renaming.renamed(meta.history);
+    if (meta.current != 0) meta.current = own_tag(n, m, meta, backward);
+  }
+  if (backward) return;
+  for (auto& seen : n.seen) seen.history = renaming.renamed(seen.history);
+}
+
+}  // namespace
+
 bool rename_numerics_within_step(RunState& run, bool only_without_copies) {
   Numerics& n = run.observers.numerics;
-  const bool copies = !n.stash.empty() || !n.before_pop.empty() || !n.kept.empty() ||
-                      std::any_of(n.modules.begin(), n.modules.end(), [](const Numerics::Module& module) {
-                        return module.saved_for_restore != SymbolicMeta{};
-                      });
-  if (copies && only_without_copies) return false;
-  // Row 0 as the current step's one forward tag, made from the meta's own history, or empty.
-  auto this_steps_tag = [&](std::size_t m, const SymbolicMeta& forward) {
-    return amax_tag(static_cast<unsigned>(m), n.step, forward.history, false);
-  };
-  for (std::size_t m = 0; m < n.modules.size(); ++m) {
-    const SymbolicMeta& forward = n.modules[m].forward;
-    if (forward.current != 0 && forward.current != this_steps_tag(m, forward)) return false;
-  }
+  if (holds_copies(n) && only_without_copies) return false;
+  if (!rows_are_own_tags(n, false)) return false;
   Renaming renaming;
   for (const auto& module : n.modules) renaming.hold(module.forward.history);
   for (const auto& seen : n.seen) renaming.hold(seen.history);
   renaming.name();
-  for (std::size_t m = 0; m < n.modules.size(); ++m) {
-    SymbolicMeta& forward = n.modules[m].forward;
-    forward.history = renaming.renamed(forward.history);
-    if (forward.current != 0) forward.current = this_steps_tag(m, forward);
+  rename_histories(n, renaming, false);
+  return true;
+}
+
+bool rename_numerics_within_step_together(RunState& program, RunState& reference, bool together) {
+  Numerics& mine = program.observers.numerics;
+  Numerics& theirs = reference.observers.numerics;
+  if (holds_copies(mine) || holds_copies(theirs)) return false;
+  if (together && !same_numerics(mine.modules, theirs.modules)) return false;
+  for (const Numerics* n : {&mine, &theirs}) {
+    if (!rows_are_own_tags(*n, false) || !rows_are_own_tags(*n, true)) return false;
   }
-  for (auto& seen : n.seen) seen.history = renaming.renamed(seen.history);
+  // One renaming of both runs' values (the unsound test's: of the program's alone).
+  auto rename = [](std::initializer_list<Numerics*> runs) {
+    Renaming renaming;
+    for (const Numerics* n : runs) {
+      for (const auto& module : n->modules) renaming.hold(module.forward.history);
+      for (const auto& seen : n->seen) renaming.hold(seen.history);
+    }
+    for (const Numerics* n : runs) {
+      for (const auto& module : n->modules) renaming.hold(module.backward.history);
+    }
+    renaming.name();
+    for (Numerics* n : runs) {
+      rename_histories(*n, renaming, false);
+      rename_histories(*n, renaming, true);
+    }
+  };
+  if (together) {
+    rename({&mine, &theirs});
+  } else {
+    rename({&mine});
+  }
   return true;
 }
 

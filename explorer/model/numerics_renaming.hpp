@@ -42,6 +42,18 @@ void rename_numerics_at_step_start(RunState& program, RunState* reference, bool 
 // catch an unsound abstraction (it renames with copies held, which a recompute may fold again).
 bool rename_numerics_within_step(RunState& run, bool only_without_copies = true);
 
+// The same with I8, within a step (Abstractions::numerics_within_step_with_reference): both
+// runs' histories, backward ones too, which I8 compares, renamed by one renaming, where
+// neither run holds a copy, every row 0 (forward and backward) is empty or the current step's
+// one tag of its own history, and the two runs' metas are equal, module by module (in step).
+// One renaming keeps every equality between the runs' values. In step, because were one run's
+// history a fold the other has still to make (the runs fold at different statements),
+// renaming both to unrelated constants would lose that the lagging run's next fold makes the
+// other's value. False, changing nothing, where that does not hold. `together`: false only for
+// the test that must catch an unsound abstraction (the program's run renamed alone, as without
+// I8, in step or not: its values then differ from the reference's that were equal).
+bool rename_numerics_within_step_together(RunState& program, RunState& reference, bool together = true);
+
 // The step number the abstraction gives every step: a run starts with it (ModelRunner::initial).
 inline constexpr std::uint32_t kRebasedStep = 1;
 

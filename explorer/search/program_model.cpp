@@ -192,6 +192,12 @@ std::string ProgramModel::settings() const {
   if (abstractions.numerics_from_step_start) text += " numerics-from-step-start=on";
   if (abstractions.unread_backward_metas) text += " unread-backward-metas=on";
   if (abstractions.numerics_within_step) text += " numerics-within-step=on";
+  if (abstractions.settled_transparency) text += " settled-transparency=on";
+  if (abstractions.relative_step_counts) text += " relative-step-counts=on";
+  if (abstractions.numerics_within_step_with_reference) text += " numerics-within-step-with-reference=on";
+  if (abstractions.unsound_rename_program_alone) text += " program-renamed-alone";
+  if (abstractions.unsound_saturate_step_counts) text += " step-counts-saturated";
+  if (abstractions.unsound_settle_at_first_difference) text += " settled-at-first-difference";
   if (abstractions.unsound_forget_ownership) text += " ownership=forgotten";
   if (abstractions.unsound_held_steps_current) text += " held-steps=current";
   if (abstractions.unsound_rename_with_copies) text += " renamed-with-copies";

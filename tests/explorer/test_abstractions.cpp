@@ -106,6 +106,26 @@ TEST(Abstractions, NumericsWithinStepChangeNoVerdict) {
   compare_at_depth_6(of({Invariant::I4, Invariant::I5, Invariant::I9}), &Abstractions::numerics_within_step);
 }
 
+// With I8: what makes its run without checkpoints finite. Leaving that run out once I8 has
+// judged its last step merges the programs that diverged from it or parted on exceptions;
+// counting the step's updates as the runs' difference merges steps that make many; renaming
+// both runs within a step merges steps that fold many histories. I8 is checked with I1 and I2,
+// whose counts it compares, and I5, whose numerics it shares.
+const spec::InvariantSet kWithTransparency = of({Invariant::I1, Invariant::I2, Invariant::I5, Invariant::I8});
+
+TEST(Abstractions, SettledTransparencyChangesNoVerdict) {
+  const auto stored = compare_at_depth_6(kWithTransparency, &Abstractions::settled_transparency);
+  for (const auto& [abstracted, exact] : stored) EXPECT_LT(abstracted, exact);
+}
+
+TEST(Abstractions, RelativeStepCountsChangeNoVerdict) {
+  compare_at_depth_6(kWithTransparency, &Abstractions::relative_step_counts);
+}
+
+TEST(Abstractions, NumericsWithinStepWithReferenceChangeNoVerdict) {
+  compare_at_depth_6(kWithTransparency, &Abstractions::numerics_within_step_with_reference);
+}
+
 // A merge is sound when the states it makes one have the same future: the same statements may
 // follow, each with the same verdict, and their successors are merged again (a bisimulation on
 // the states reached). Checked here directly: every state of up to `depth` statements, run
@@ -247,20 +267,29 @@ TEST(Abstractions, NumericsWithoutI8MergeOnlyStatesWithOneFuture) {
   expect_sound_merges_from_numerics_held(checks, true);
 }
 
-// A module's first history is zero, and the renaming at a step's start keeps zero: a held
-// history that is the fold of a meta whose history is still zero must become the fold of the
-// renamed row 0 too. Under upstream and pr3213 an autocast inside a checkpoint makes no forward
-// update, so the program holds its first cast in row 0 past the step, over a zero history,
-// where the reference has folded it; the program's next update makes the reference's history.
-// Named as an unrelated constant, the two stayed apart: an I8 violation that the exact runs do
-// not have (as the renaming was before this was fixed).
-TEST(Abstractions, TheRenamingAtAStepsStartKeepsFoldsOfTheFirstHistory) {
-  const spec::InvariantSet checks = of({Invariant::I1, Invariant::I2, Invariant::I5, Invariant::I8});
-  const auto prefix = spec::parse_scenario("checkpoint reentrant {\n  autocast on {\n    linear L0\n  }\n}\nstep\n");
-  Abstractions renaming;
-  renaming.numerics_from_step_start = true;
-  for (Semantics semantics : {Semantics::Upstream, Semantics::Pr3213}) {
-    EXPECT_EQ(first_unsound_merge(semantics, checks, renaming, 4, prefix.statements), "") << spec::name(semantics);
+// Programs where I8's abstractions have most to merge: one that diverges from its reference
+// (recompute_uncaptured), one whose step makes two updates, one whose two runs fold at
+// different statements (a checkpoint's recompute folds in the program's backward, which the
+// reference makes from its own graph) and one that parts from its reference on an exception.
+const char* const kTransparencyStarts[] = {
+    "autocast on {\n  linear L0\n  recompute_uncaptured\n}\n",
+    "autocast on {\n  linear L0\n}\nautocast on {\n  linear L0\n}\n",
+    "autocast on {\n  checkpoint reentrant {\n    linear L0\n  }\n}\n",
+    "autocast on {\n  checkpoint reentrant {\n    linear L0\n    raise original\n  }\n}\n",
+};
+
+// Every sound abstraction's merges with I8 checked, from the empty program (5 statements deep)
+// and from each of those (4).
+TEST(Abstractions, TransparencyMergesOnlyStatesWithOneFuture) {
+  for (Semantics semantics : spec::kAllSemantics) {
+    EXPECT_EQ(first_unsound_merge(semantics, kWithTransparency, Abstractions::sound(), 5), "")
+        << spec::name(semantics);
+    for (const char* start : kTransparencyStarts) {
+      EXPECT_EQ(first_unsound_merge(semantics, kWithTransparency, Abstractions::sound(), 4,
+                                    spec::parse_scenario(start).statements),
+                "")
+          << spec::name(semantics) << " after " << start;
+    }
   }
 }
 
@@ -312,6 +341,65 @@ TEST(Abstractions, TheMergeCheckCatchesARenamingWithCopiesHeld) {
         << spec::name(semantics);
     EXPECT_EQ(first_unsound_merge(semantics, checks, Abstractions::sound(), 2, prefix), "") << spec::name(semantics);
   }
+}
+
+// Taking the runs for parted at their first different exception, before the step's end judges
+// it: a program whose reentrant checkpoint refuses a second backward (its saved tensors went with
+// the first, retain or not) raises a RuntimeError its reference does not, an I8 violation at the
+// step's end; settled at the raise, it is one with a program that diverged (recompute_uncaptured),
+// whose I8 nothing violates. Upstream raises so from the empty program within 4 statements.
+TEST(Abstractions, TheMergeCheckCatchesTransparencySettledTooSoon) {
+  Abstractions unsound = Abstractions::sound();
+  unsound.unsound_settle_at_first_difference = true;
+  EXPECT_EQ(first_unsound_merge(Semantics::Upstream, kWithTransparency, unsound, 4),
+            "merged with different futures: checkpoint reentrant { recompute_uncaptured }; backward and checkpoint "
+            "reentrant { }; backward retain; backward");
+  EXPECT_EQ(first_unsound_merge(Semantics::Upstream, kWithTransparency, Abstractions::sound(), 4), "");
+}
+
+// Renaming the program's run alone within a step, as without I8: values equal in the two
+// runs no longer are. fp8sm's first autocast region folds the same history in both runs;
+// renamed in the program alone, the two differ at the step's end, an I8 violation the exact
+// runs do not have.
+TEST(Abstractions, TheMergeCheckCatchesTheProgramRenamedAlone) {
+  Abstractions unsound = Abstractions::sound();
+  unsound.unsound_rename_program_alone = true;
+  EXPECT_EQ(first_unsound_merge(Semantics::Fp8sm, kWithTransparency, unsound, 4),
+            "a verdict differs from the exact one: autocast on { linear L0 }; step");
+  EXPECT_EQ(first_unsound_merge(Semantics::Fp8sm, kWithTransparency, Abstractions::sound(), 4), "");
+}
+
+// A module's first history is zero, and the renaming at a step's start keeps zero: a held
+// history that is the fold of a meta whose history is still zero must become the fold of the
+// renamed row 0 too. Under upstream and pr3213 an autocast inside a checkpoint makes no forward
+// update, so the program holds its first cast in row 0 past the step, over a zero history,
+// where the reference has folded it; the program's next update makes the reference's history.
+// Named as an unrelated constant, the two stayed apart: an I8 violation that the exact runs do
+// not have (as the renaming was before this was fixed).
+TEST(Abstractions, TheRenamingAtAStepsStartKeepsFoldsOfTheFirstHistory) {
+  const auto prefix = spec::parse_scenario("checkpoint reentrant {\n  autocast on {\n    linear L0\n  }\n}\nstep\n");
+  Abstractions renaming;
+  renaming.numerics_from_step_start = true;
+  for (Semantics semantics : {Semantics::Upstream, Semantics::Pr3213}) {
+    EXPECT_EQ(first_unsound_merge(semantics, kWithTransparency, renaming, 4, prefix.statements), "")
+        << spec::name(semantics);
+  }
+}
+
+// Counting the step's updates up to one, as a (0, 1, many) counter: under upstream a checkpoint
+// around an autocast leaves the program one forward update behind its reference (its exit
+// inside the checkpoint makes none), and a backward through a checkpoint inside an autocast
+// brings it one ahead (the recompute updates again). So a state two behind and one one behind,
+// made one by the saturation, part at the next such backward: one is level, the other not.
+TEST(Abstractions, TheMergeCheckCatchesSaturatedStepCounts) {
+  Abstractions unsound = Abstractions::sound();
+  unsound.unsound_saturate_step_counts = true;
+  const auto prefix = spec::parse_scenario(
+      "autocast on {\n  checkpoint reentrant {\n  }\n}\ncheckpoint reentrant {\n  autocast on {\n  }\n}\n");
+  const std::string merge = first_unsound_merge(Semantics::Upstream, kWithTransparency, unsound, 5, prefix.statements);
+  EXPECT_EQ(merge.rfind("merged with different futures: ", 0), 0u) << merge;
+  EXPECT_EQ(first_unsound_merge(Semantics::Upstream, kWithTransparency, Abstractions::sound(), 5, prefix.statements),
+            "");
 }
 
 }  // namespace

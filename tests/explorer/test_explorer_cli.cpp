@@ -253,6 +253,16 @@ TEST(ExplorerFixpoint, ProvesTheNumericsWithoutI8) {
   EXPECT_NE(r.out.find("holding: I1 I2 I3 I4 I5 I6 I7 I9"), std::string::npos) << r.out;
 }
 
+// And with I8 too, every invariant (docs/explorer.md, "What makes I8 finite"): the run without
+// checkpoints left out once I8 has judged its last step, the step's counts as the runs'
+// difference, both runs renamed within a step. fp8sm holds all nine within (1, 1, 1).
+TEST(ExplorerFixpoint, ProvesEveryInvariantWithI8) {
+  const Result r = explorer("--until-fixpoint --max-open-blocks 1 --max-live-nodes 1 --modules 1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("every program within the bounds, of any length"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("holding: I1 I2 I3 I4 I5 I6 I7 I8 I9"), std::string::npos) << r.out;
+}
+
 // Where there is no fixpoint, the report says what still grows, in text and JSON alike: upstream
 // keeps the recompute context of every checkpoint, whose forward state it restores, in its
 // checkpoint frames (docs/explorer.md, "Fixpoint"), so within one open block and one node that

@@ -87,6 +87,19 @@ TEST(NumericsRenaming, RenamesTheTwoRunsTogether) {
   EXPECT_NE(reference->observers.numerics.seen[0].history, program->observers.numerics.seen[0].history);
 }
 
+// A module's first history is zero. A held history that is the fold of a meta over that zero
+// (the reference folded the cast the program still holds in row 0) stays that fold.
+TEST(NumericsRenaming, KeepsTheFoldOfAMetaWhoseHistoryIsZero) {
+  const std::uint64_t c = mix64(35) | 1u;
+  auto program = holding(0, c, mix64(36));
+  auto reference = holding(SymbolicMeta::folded(0, c), 0, mix64(37));
+  rename_numerics_at_step_start(*program, reference.get());
+  const SymbolicMeta& forward = program->observers.numerics.modules[0].forward;
+  EXPECT_EQ(forward.history, 0u);
+  EXPECT_EQ(SymbolicMeta::folded(forward.history, forward.current),
+            reference->observers.numerics.modules[0].forward.history);
+}
+
 // Within a step: one module whose forward meta holds this step's tag of its history, a
 // checkpoint's forward that saw that history, nothing copied.
 std::unique_ptr<RunState> mid_step(std::uint64_t history, std::uint64_t backward_history) {
@@ -136,6 +149,60 @@ TEST(NumericsRenaming, WithinAStepNothingIsRenamedWhileACopyOrAnOlderAmaxIsHeld)
 
   // The unsound test's variant renames even with the copy held.
   EXPECT_TRUE(rename_numerics_within_step(*with_stash, false));
+}
+
+// With I8, within a step, both runs at once (rename_numerics_within_step_together). A run
+// without checkpoints sees none: the reference holds the program's metas but not its seen.
+std::unique_ptr<RunState> reference_of(const RunState& program) {
+  auto run = std::make_unique<RunState>();
+  run->observers.numerics.step = program.observers.numerics.step;
+  run->observers.numerics.modules = program.observers.numerics.modules;
+  return run;
+}
+
+// In step, one renaming for both: forward and backward histories alike, rows as their tags.
+TEST(NumericsRenaming, WithI8TheTwoRunsInStepAreRenamedTogetherBackwardToo) {
+  const std::uint64_t backward_history = mix64(71);
+  auto program = mid_step(mix64(72), backward_history);
+  program->observers.numerics.modules[0].backward.current = amax_tag(0, kRebasedStep, backward_history, true);
+  auto reference = reference_of(*program);
+  ASSERT_TRUE(rename_numerics_within_step_together(*program, *reference));
+  const Numerics::Module& mine = program->observers.numerics.modules[0];
+  const Numerics::Module& theirs = reference->observers.numerics.modules[0];
+  EXPECT_EQ(mine.forward, theirs.forward);
+  EXPECT_EQ(mine.backward, theirs.backward);
+  EXPECT_NE(mine.backward.history, backward_history);
+  EXPECT_NE(mine.backward.history, mine.forward.history);
+  EXPECT_EQ(mine.backward.current, amax_tag(0, kRebasedStep, mine.backward.history, true));
+  EXPECT_EQ(program->observers.numerics.seen[0].history, mine.forward.history);
+  // Another past, the same state.
+  auto again = mid_step(mix64(73), mix64(74));
+  again->observers.numerics.modules[0].backward.current = amax_tag(0, kRebasedStep, mix64(74), true);
+  auto again_reference = reference_of(*again);
+  ASSERT_TRUE(rename_numerics_within_step_together(*again, *again_reference));
+  EXPECT_EQ(again->observers.numerics.modules[0].forward, mine.forward);
+  EXPECT_EQ(again->observers.numerics.modules[0].backward, mine.backward);
+}
+
+// Out of step (the reference's history one fold ahead of the program's, whose row 0 holds
+// that fold's tag): nothing is renamed, so the program's next update still makes the
+// reference's history. Nor with a copy held in either run.
+TEST(NumericsRenaming, WithI8NothingIsRenamedOutOfStepOrWithACopy) {
+  auto program = mid_step(mix64(81), 0);
+  const SymbolicMeta& forward = program->observers.numerics.modules[0].forward;
+  auto reference = reference_of(*program);
+  reference->observers.numerics.modules[0].forward = meta(SymbolicMeta::folded(forward.history, forward.current), 0);
+  EXPECT_FALSE(rename_numerics_within_step_together(*program, *reference));
+  EXPECT_EQ(SymbolicMeta::folded(forward.history, forward.current),
+            reference->observers.numerics.modules[0].forward.history);
+
+  auto with_stash = mid_step(mix64(82), 0);
+  auto its_reference = reference_of(*with_stash);
+  Numerics::StashEntry entry;
+  entry.value = with_stash->observers.numerics.modules[0].forward;
+  with_stash->observers.numerics.stash.push_back(entry);
+  EXPECT_FALSE(rename_numerics_within_step_together(*with_stash, *its_reference));
+  EXPECT_EQ(its_reference->observers.numerics.modules[0].forward.history, mix64(82));
 }
 
 }  // namespace
