@@ -2,11 +2,15 @@
 // other commands end at a signal as any program does). The first such signal asks the search
 // to stop (SearchOptions::interrupt): it stops before its next parent (several ranks: at the
 // next round they agree on), and the explorer reports what it explored and exits with status 4.
-// A second signal is not caught: its default action ends the process at once.
+// A second signal a second or more after the first ends the process at once, by the signal's
+// default action. One sooner is the same request again: GNU timeout sends its signal to the
+// process and then to the process group, which holds the process too, so a search run under
+// `timeout` gets it twice at once, and must still report.
 //
-// The handler only stores to a lock-free atomic and a sig_atomic_t, which is all a handler may
-// safely do; system calls it interrupts are restarted (SA_RESTART), so that a snapshot being
-// written is not cut short by an EINTR.
+// The handler only reads the monotonic clock, stores to lock-free atomics and a sig_atomic_t,
+// and, for a late second signal, puts back the default action and raises the signal again:
+// all async-signal-safe. System calls it interrupts are restarted (SA_RESTART), so that a
+// snapshot being written is not cut short by an EINTR.
 #pragma once
 
 #include <atomic>

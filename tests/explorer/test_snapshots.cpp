@@ -247,6 +247,18 @@ TEST_F(Snapshots, AnInterruptedSearchReportsWhatItExploredAndResumes) {
   }
 }
 
+// The same signal twice at once is one request: GNU timeout sends its signal to the process and
+// then to its process group, which holds the process too. A search under `timeout -s TERM` still
+// stops before its next parent and reports (the second signal killed it before, with nothing
+// printed). timeout's own status says it timed out.
+TEST_F(Snapshots, ASearchUnderTimeoutStillReports) {
+  const auto r = test_support::run_command(std::string("timeout -s TERM 1 ") + FP8SM_EXPLORER +
+                                           " --depth 8 --check I1 --threads 2 2>&1");
+  EXPECT_EQ(r.status, 124) << r.out;
+  EXPECT_NE(r.out.find("explorer: interrupted by SIGTERM at depth "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not violated in what was explored (incomplete search): I1"), std::string::npos) << r.out;
+}
+
 // A signal at any moment of a long layer stops the search there: SIGTERM once the snapshot of
 // layer 4 of a depth-6 search is in place, while layers 5 and 6 (seconds more) are expanded.
 TEST_F(Snapshots, ASignalDuringALongLayerStopsTheSearchThere) {
