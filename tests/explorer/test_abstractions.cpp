@@ -267,15 +267,18 @@ TEST(Abstractions, NumericsWithoutI8MergeOnlyStatesWithOneFuture) {
   expect_sound_merges_from_numerics_held(checks, true);
 }
 
-// Programs where I8's abstractions have most to merge: one that diverges from its reference
-// (recompute_uncaptured), one whose step makes two updates, one whose two runs fold at
-// different statements (a checkpoint's recompute folds in the program's backward, which the
-// reference makes from its own graph) and one that parts from its reference on an exception.
+// Programs where I8's abstractions have most to merge: two that diverge from their reference
+// (recompute_uncaptured; a raise in a checkpoint's original forward, which the reference has no
+// checkpoint to raise in), one whose step makes two updates, one whose checkpoint recomputes in
+// the program's backward only, and one that parts from its reference on an exception (a
+// reentrant checkpoint refuses a second backward, retain or not: a RuntimeError the reference
+// does not raise).
 const char* const kTransparencyStarts[] = {
     "autocast on {\n  linear L0\n  recompute_uncaptured\n}\n",
+    "autocast on {\n  checkpoint reentrant {\n    linear L0\n    raise original\n  }\n}\n",
     "autocast on {\n  linear L0\n}\nautocast on {\n  linear L0\n}\n",
     "autocast on {\n  checkpoint reentrant {\n    linear L0\n  }\n}\n",
-    "autocast on {\n  checkpoint reentrant {\n    linear L0\n    raise original\n  }\n}\n",
+    "checkpoint reentrant {\n}\nbackward retain\nbackward\n",
 };
 
 // Every sound abstraction's merges with I8 checked, from the empty program (5 statements deep)
