@@ -30,7 +30,8 @@ namespace fp8sm::explorer {
 // abstraction (the held step numbers then read as the current step's).
 void rename_numerics_at_step_start(RunState& program, RunState* reference, bool held_steps_earlier = true);
 
-// Within a step (Abstractions::numerics_within_step, without I8): where the numerics hold no
+// Within a step (Abstractions::numerics_within_step, without I8 or once it has settled:
+// Abstractions::settled_transparency): where the numerics hold no
 // copy of a forward meta (no stash, kept stash, meta from before a recompute's pop, meta saved
 // for a restore) and each forward row 0 is empty or the current step's one tag of its own
 // meta's history, no later statement can make a held forward history again, only the row-0
