@@ -92,7 +92,7 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   ProgramFacts& facts = state.facts;
   bind(state);
   // Decided before the statement: the one that settles I8 is the last the reference sees.
-  const bool with_reference = runs_reference(state);
+  const bool feeds_reference = runs_reference(state);
   // The reference's divergence (spec::ReferenceDivergence, statement by statement; a tape's
   // and a checkpoint's only by the statements the program executes).
   spec::apply_divergence(s, facts.inside_checkpoint(), !program_.skipping(), program_.input_lacks_grad(),
@@ -109,28 +109,28 @@ const Verdict& ModelRunner::apply(ModelState& state, const Statement& s) {
   const std::uint32_t program_step = state.program.model.step;
   const std::uint32_t reference_step = state.reference.model.step;
   const IdsBefore program_before = ids_before(state.program, s.op);
-  const IdsBefore reference_before = with_reference ? ids_before(state.reference, s.op) : IdsBefore{};
+  const IdsBefore reference_before = feeds_reference ? ids_before(state.reference, s.op) : IdsBefore{};
   program_.feed(s);
-  if (with_reference && !reference_skips) reference_.feed(s);
+  if (feeds_reference && !reference_skips) reference_.feed(s);
   if (s.op == Op::Step) finish_step(state, program_step, reference_step);
   // The log is not part of a state (canonical_state.hpp: only the bodies that replay it), so
   // forgetting what no body reads merges nothing; it keeps a program of any length within the
   // log's capacity. Programs of a depth-bounded search fit it whole and never get here.
   if (state.program.model.log.size() > kForgetLogPast) program_.forget_unreadable_log();
-  if (with_reference && state.reference.model.log.size() > kForgetLogPast) reference_.forget_unreadable_log();
+  if (feeds_reference && state.reference.model.log.size() > kForgetLogPast) reference_.forget_unreadable_log();
   // What I3 can no longer be violated by goes (abstractions.hpp); the node ids it named may go
   // with it, so the ids are renamed again where it did.
   bool program_settled = false;
   bool reference_settled = false;
   if (carried_.ownership && abstractions_.settled_ownership) {
     program_settled = forget_what_cannot_violate(state.program.observers.ownership);
-    if (with_reference) reference_settled = forget_what_cannot_violate(state.reference.observers.ownership);
+    if (feeds_reference) reference_settled = forget_what_cannot_violate(state.reference.observers.ownership);
   }
   if (canonical_ids_) {
     if (program_settled || !keeps_canonical_ids(s.op, program_before, state.program)) {
       canonicalize(state.program, carried_);
     }
-    if (with_reference &&
+    if (feeds_reference &&
         (reference_settled || !(reference_skips || keeps_canonical_ids(s.op, reference_before, state.reference)))) {
       canonicalize(state.reference, carried_);
     }

@@ -75,8 +75,6 @@ TEST(FlatState, ASuccessorAllocatesNothing) {
   }
 }
 
-// The search skips renaming ids after the statements that cannot disturb them
-// (explorer::keeps_canonical_ids). Wherever it does, renaming would have changed nothing.
 // Every program of up to `depth` statements (closing braces free), depth first, without
 // merging equal states: visit(parent, statement, child) for each successor.
 void for_each_successor(ModelRunner& runner, int depth,
@@ -98,6 +96,8 @@ void for_each_successor(ModelRunner& runner, int depth,
   walk(*root, depth);
 }
 
+// The search skips renaming ids after the statements that cannot disturb them
+// (explorer::keeps_canonical_ids). Wherever it does, renaming would have changed nothing.
 TEST(FlatState, SkippingTheRenamingIsRightWhereverItIsSkipped) {
   for (Semantics s : spec::kAllSemantics) {
     for (const spec::InvariantSet& checks : {spec::InvariantSet{}, only(spec::Invariant::I1)}) {
