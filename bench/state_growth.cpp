@@ -6,7 +6,7 @@
 // is finite already (docs/explorer.md "Fixpoint").
 //
 //   bench/state_growth --depth 10 --max-open-blocks 1 --max-live-nodes 2 [--modules 1]
-//                      [--semantics fp8sm] [--check I1,I4] [--show PART] [--exact]
+//                      [--semantics fp8sm] [--check I1,I4] [--show PART] [--exact] [--forgetting]
 //
 // The analysis is the model's (explorer/model/state_growth.hpp, which explorer --until-fixpoint
 // runs when it finds no fixpoint); this prints its whole table. It keeps every state's path and
@@ -14,7 +14,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "explorer/model/state_growth.hpp"
 #include "explorer/search/search.hpp"
@@ -34,6 +37,9 @@ int main(int argc, char** argv) {
   std::string checks_text;
   std::string show;
   app.add_option("--show", show, "print the programs that give PART a new value in the last layer (up to 5)");
+  bool forgetting = false;
+  app.add_flag("--forgetting", forgetting,
+               "also print, per part, the states that stay distinct with that part left out (what forgetting it could merge)");
   bool exact = false;
   app.add_flag("--exact", exact, "without the abstractions of --until-fixpoint (model/abstractions.hpp)");
   app.add_option("--depth", depth, "layers")->check(CLI::Range(1, kMaxFixpointDepth));
@@ -71,6 +77,7 @@ int main(int argc, char** argv) {
   fp8sm::explorer::StateGrowthOptions options;
   options.depth = depth;
   options.examples_per_part = 5;
+  options.forgetting = forgetting;
   fp8sm::explorer::StateGrowth growth;
   try {
     growth = fp8sm::explorer::measure_state_growth(settings, options);
@@ -87,6 +94,15 @@ int main(int argc, char** argv) {
     fmt::print("{:<48}", name);
     for (std::size_t n : counts) fmt::print(" {:>8}", n);
     fmt::print("\n");
+  }
+  if (forgetting) {
+    fmt::print("\nstates distinct without the part (the last layer's, and the share of all the states they are)\n");
+    std::vector<std::pair<std::size_t, std::string>> rows;
+    for (const auto& [name, counts] : growth.distinct_without) rows.emplace_back(counts.back(), name);
+    std::sort(rows.begin(), rows.end());
+    for (const auto& [count, name] : rows) {
+      fmt::print("{:<48} {:>10} {:>7.3f}\n", name, count, static_cast<double>(count) / static_cast<double>(growth.states.back()));
+    }
   }
   if (!show.empty() && growth.examples.count(show) != 0) {
     for (const auto& example : growth.examples.at(show)) fmt::print("{} = {}\n{}\n", show, example.value_hex, example.program);

@@ -57,6 +57,7 @@ class GrowthWalk {
     for (std::size_t i = 0; i < root.parts.size(); ++i) {
       values_[i].insert(XXH3_64bits(root.parts[i].data(), root.parts[i].size()));
     }
+    if (options_.forgetting) keep_without(root.parts.begin());
   }
 
   StateGrowth run() {
@@ -66,6 +67,7 @@ class GrowthWalk {
       frontier = expand(frontier);
       growth_.states.push_back(seen_.size());
       for (std::size_t i = 0; i < names_.size(); ++i) growth_.part_values[names_[i]].push_back(values_[i].size());
+      if (options_.forgetting) count_without();
       if (options_.max_states != 0 && seen_.size() > options_.max_states) break;
     }
     growth_.fixpoint = frontier.empty();
@@ -116,8 +118,11 @@ class GrowthWalk {
             kept.push_back({spec::print_scenario_one_line(program_of(at, settings_.alphabet)), hex_of(bytes)});
           }
         }
-        for (auto& [chain, fingerprint] : links) {
-          if (seen_.insert(fingerprint).second) added.push_back(std::move(chain));
+        for (std::size_t k = 0; k < links.size(); ++k) {
+          auto& [chain, fingerprint] = links[k];
+          if (!seen_.insert(fingerprint).second) continue;
+          added.push_back(std::move(chain));
+          if (options_.forgetting) keep_without(pending_.begin() + static_cast<std::ptrdiff_t>(k * names_.size()));
         }
       }
     }
@@ -132,6 +137,29 @@ class GrowthWalk {
     return written.fingerprint;
   }
 
+  // A newly stored state, its parts from `parts` on: per part, the hash of all its other parts.
+  void keep_without(std::vector<std::string>::const_iterator parts) {
+    const std::size_t n = names_.size();
+    std::vector<std::uint64_t> hashes(n);
+    for (std::size_t i = 0; i < n; ++i, ++parts) hashes[i] = XXH3_64bits(parts->data(), parts->size());
+    without_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t kept = hashes[i];
+      hashes[i] = 0;
+      without_[i].push_back(XXH3_64bits(hashes.data(), n * sizeof(std::uint64_t)));
+      hashes[i] = kept;
+    }
+  }
+  // Sorts and de-duplicates each part's list and records its size for the layer.
+  void count_without() {
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      std::vector<std::uint64_t>& list = without_[i];
+      std::sort(list.begin(), list.end());
+      list.erase(std::unique(list.begin(), list.end()), list.end());
+      growth_.distinct_without[names_[i]].push_back(list.size());
+    }
+  }
+
   const ModelSettings& settings_;
   const StateGrowthOptions& options_;
   ModelRunner runner_;
@@ -141,6 +169,7 @@ class GrowthWalk {
   std::vector<std::unordered_set<std::uint64_t>> values_;              // per part, its values' hashes
   std::map<std::string, std::vector<StateGrowth::Example>> examples_;  // of the layer being added
   std::vector<std::string> pending_;  // the parts of the chain's states, state after state
+  std::vector<std::vector<std::uint64_t>> without_;  // per part, the stored states' hashes without it
   StateGrowth growth_;
 };
 

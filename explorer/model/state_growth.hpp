@@ -27,6 +27,10 @@ struct StateGrowthOptions {
   std::size_t max_states = 0;
   // Keeps up to this many programs of the last layer that gave a part a new value, per part.
   int examples_per_part = 1;
+  // Also counts, per part, how many of the states stored stay apart once that part is left out
+  // of each: what forgetting it would merge among them (a hint of where an abstraction could
+  // pay, not a proof that one is sound). Costs a hash per part and state, 8 bytes each.
+  bool forgetting = false;
 };
 
 struct StateGrowth {
@@ -34,6 +38,9 @@ struct StateGrowth {
   // distinct values those states hold.
   std::vector<std::size_t> states;
   std::map<std::string, std::vector<std::size_t>> part_values;
+  // With StateGrowthOptions::forgetting, per layer and part: the states stored so far that
+  // differ elsewhere than in that part.
+  std::map<std::string, std::vector<std::size_t>> distinct_without;
   bool fixpoint = false;  // the last layer analysed added no state
   // Per part that took a new value in the last layer: a program that gave it one, one line, and
   // that value's bytes in hex.
