@@ -7,6 +7,7 @@
 //
 //   bench/state_growth --depth 10 --max-open-blocks 1 --max-live-nodes 2 [--modules 1]
 //                      [--semantics fp8sm] [--check I1,I4] [--show PART] [--exact] [--forgetting]
+//                      [--forget-together PART,PART,...]
 //
 // The analysis is the model's (explorer/model/state_growth.hpp, which explorer --until-fixpoint
 // runs when it finds no fixpoint); this prints its whole table. It keeps every state's path and
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +42,10 @@ int main(int argc, char** argv) {
   bool forgetting = false;
   app.add_flag("--forgetting", forgetting,
                "also print, per part, the states that stay distinct with that part left out (what forgetting it could merge)");
+  std::vector<std::string> forget_together;
+  app.add_option("--forget-together", forget_together,
+                 "also print, layer by layer, the states that stay distinct with all these parts left out at once")
+      ->delimiter(',');
   bool exact = false;
   app.add_flag("--exact", exact, "without the abstractions of --until-fixpoint (model/abstractions.hpp)");
   app.add_option("--depth", depth, "layers")->check(CLI::Range(1, kMaxFixpointDepth));
@@ -78,12 +84,16 @@ int main(int argc, char** argv) {
   options.depth = depth;
   options.examples_per_part = 5;
   options.forgetting = forgetting;
+  options.forget_together = forget_together;
   fp8sm::explorer::StateGrowth growth;
   try {
     growth = fp8sm::explorer::measure_state_growth(settings, options);
   } catch (const fp8sm::statemachine::CapacityError& e) {
     fmt::print(stderr, "state_growth: {}\n", e.what());
     return 1;
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "state_growth: {}\n", e.what());
+    return 2;
   }
   fmt::print("{:<48}", "part \\ depth");
   for (int l = 1; l <= growth.layers(); ++l) fmt::print(" {:>8}", l);
@@ -103,6 +113,15 @@ int main(int argc, char** argv) {
     for (const auto& [count, name] : rows) {
       fmt::print("{:<48} {:>10} {:>7.3f}\n", name, count, static_cast<double>(count) / static_cast<double>(growth.states.back()));
     }
+  }
+  if (!forget_together.empty()) {
+    fmt::print("\n{:<48}", "states distinct without all of them");
+    for (std::size_t n : growth.distinct_without_together) fmt::print(" {:>8}", n);
+    fmt::print("\n{:<48}", "their share of the states");
+    for (std::size_t l = 0; l < growth.states.size(); ++l) {
+      fmt::print(" {:>8.3f}", static_cast<double>(growth.distinct_without_together[l]) / static_cast<double>(growth.states[l]));
+    }
+    fmt::print("\n");
   }
   if (!show.empty() && growth.examples.count(show) != 0) {
     for (const auto& example : growth.examples.at(show)) fmt::print("{} = {}\n{}\n", show, example.value_hex, example.program);

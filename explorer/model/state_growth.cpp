@@ -57,7 +57,12 @@ class GrowthWalk {
     for (std::size_t i = 0; i < root.parts.size(); ++i) {
       values_[i].insert(XXH3_64bits(root.parts[i].data(), root.parts[i].size()));
     }
-    if (options_.forgetting) keep_without(root.parts.begin());
+    for (const std::string& name : options_.forget_together) {
+      const auto at = std::find(names_.begin(), names_.end(), name);
+      if (at == names_.end()) throw std::invalid_argument(fmt::format("no part of the state is named '{}'", name));
+      forgotten_together_.push_back(static_cast<std::size_t>(at - names_.begin()));
+    }
+    if (forgets()) keep_without(root.parts.begin());
   }
 
   StateGrowth run() {
@@ -67,7 +72,7 @@ class GrowthWalk {
       frontier = expand(frontier);
       growth_.states.push_back(seen_.size());
       for (std::size_t i = 0; i < names_.size(); ++i) growth_.part_values[names_[i]].push_back(values_[i].size());
-      if (options_.forgetting) count_without();
+      if (forgets()) count_without();
       if (options_.max_states != 0 && seen_.size() > options_.max_states) break;
     }
     growth_.fixpoint = frontier.empty();
@@ -122,7 +127,7 @@ class GrowthWalk {
           auto& [chain, fingerprint] = links[k];
           if (!seen_.insert(fingerprint).second) continue;
           added.push_back(std::move(chain));
-          if (options_.forgetting) keep_without(pending_.begin() + static_cast<std::ptrdiff_t>(k * names_.size()));
+          if (forgets()) keep_without(pending_.begin() + static_cast<std::ptrdiff_t>(k * names_.size()));
         }
       }
     }
@@ -137,27 +142,37 @@ class GrowthWalk {
     return written.fingerprint;
   }
 
-  // A newly stored state, its parts from `parts` on: per part, the hash of all its other parts.
+  bool forgets() const { return options_.forgetting || !forgotten_together_.empty(); }
+
+  // A newly stored state, its parts from `parts` on: per part, the hash of all its other parts;
+  // and the hash of the parts outside forget_together.
   void keep_without(std::vector<std::string>::const_iterator parts) {
     const std::size_t n = names_.size();
     std::vector<std::uint64_t> hashes(n);
     for (std::size_t i = 0; i < n; ++i, ++parts) hashes[i] = XXH3_64bits(parts->data(), parts->size());
-    without_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t kept = hashes[i];
-      hashes[i] = 0;
-      without_[i].push_back(XXH3_64bits(hashes.data(), n * sizeof(std::uint64_t)));
-      hashes[i] = kept;
+    if (options_.forgetting) {
+      without_.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t kept = hashes[i];
+        hashes[i] = 0;
+        without_[i].push_back(XXH3_64bits(hashes.data(), n * sizeof(std::uint64_t)));
+        hashes[i] = kept;
+      }
+    }
+    if (!forgotten_together_.empty()) {
+      for (std::size_t i : forgotten_together_) hashes[i] = 0;
+      without_together_.push_back(XXH3_64bits(hashes.data(), n * sizeof(std::uint64_t)));
     }
   }
-  // Sorts and de-duplicates each part's list and records its size for the layer.
+  // Sorts and de-duplicates each list and records its size for the layer.
   void count_without() {
-    for (std::size_t i = 0; i < names_.size(); ++i) {
-      std::vector<std::uint64_t>& list = without_[i];
+    auto distinct = [](std::vector<std::uint64_t>& list) {
       std::sort(list.begin(), list.end());
       list.erase(std::unique(list.begin(), list.end()), list.end());
-      growth_.distinct_without[names_[i]].push_back(list.size());
-    }
+      return list.size();
+    };
+    for (std::size_t i = 0; i < without_.size(); ++i) growth_.distinct_without[names_[i]].push_back(distinct(without_[i]));
+    if (!forgotten_together_.empty()) growth_.distinct_without_together.push_back(distinct(without_together_));
   }
 
   const ModelSettings& settings_;
@@ -170,6 +185,8 @@ class GrowthWalk {
   std::map<std::string, std::vector<StateGrowth::Example>> examples_;  // of the layer being added
   std::vector<std::string> pending_;  // the parts of the chain's states, state after state
   std::vector<std::vector<std::uint64_t>> without_;  // per part, the stored states' hashes without it
+  std::vector<std::size_t> forgotten_together_;      // forget_together's parts, as positions in names_
+  std::vector<std::uint64_t> without_together_;      // the stored states' hashes without all of them
   StateGrowth growth_;
 };
 

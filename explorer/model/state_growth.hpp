@@ -31,6 +31,10 @@ struct StateGrowthOptions {
   // of each: what forgetting it would merge among them (a hint of where an abstraction could
   // pay, not a proof that one is sound). Costs a hash per part and state, 8 bytes each.
   bool forgetting = false;
+  // Also counts the states that stay apart once all of these parts (ModelRunner::part_names)
+  // are left out of each at once: whether forgetting several together merges what none does
+  // alone. Empty: not counted. A name that is no part is an error (std::invalid_argument).
+  std::vector<std::string> forget_together;
 };
 
 struct StateGrowth {
@@ -41,6 +45,9 @@ struct StateGrowth {
   // With StateGrowthOptions::forgetting, per layer and part: the states stored so far that
   // differ elsewhere than in that part.
   std::map<std::string, std::vector<std::size_t>> distinct_without;
+  // With StateGrowthOptions::forget_together, per layer: the states stored so far that differ
+  // elsewhere than in those parts.
+  std::vector<std::size_t> distinct_without_together;
   bool fixpoint = false;  // the last layer analysed added no state
   // Per part that took a new value in the last layer: a program that gave it one, one line, and
   // that value's bytes in hex.
@@ -57,7 +64,8 @@ struct StateGrowth {
 
 // The breadth-first analysis of the programs of `settings` within its alphabet's bounds (which
 // must be set: without them nothing is finite). Throws statemachine::CapacityError, naming the
-// program, if one outgrows the flat state.
+// program, if one outgrows the flat state, and std::invalid_argument for a forget_together name
+// that is no part.
 StateGrowth measure_state_growth(const ModelSettings& settings, const StateGrowthOptions& options);
 
 }  // namespace fp8sm::explorer

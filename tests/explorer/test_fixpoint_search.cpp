@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -208,6 +209,44 @@ TEST(FixpointSearch, TheGrowthAnalysisCountsWhatForgettingAPartWouldMerge) {
   EXPECT_LT(growth.distinct_without.at("program.driver.step_graph").back(), plain.states);
   EXPECT_EQ(growth.distinct_without.at("program.machine.semantics").back(), plain.states);
   EXPECT_GT(merging, 3u);
+}
+
+// Several parts left out at once (StateGrowthOptions::forget_together, bench/state_growth
+// --forget-together): the plain search's states compared without all of them give the same
+// number, which is at most what leaving out either alone leaves; a name that is no part is refused.
+TEST(FixpointSearch, TheGrowthAnalysisCountsWhatForgettingPartsTogetherWouldMerge) {
+  SearchOptions options = bounded(Semantics::Fp8sm, 1, 1);
+  options.checks.add(Invariant::I3);
+  const PlainSearch plain = plain_search(options, true);
+  const std::vector<std::string> together = {"program.driver.step_graph", "program.interpreter.scopes"};
+  StateGrowthOptions growth_options;
+  growth_options.depth = kMaxFixpointDepth;
+  growth_options.forgetting = true;
+  growth_options.forget_together = together;
+  const StateGrowth growth = measure_state_growth(options, growth_options);
+  ASSERT_TRUE(growth.fixpoint);
+  ModelRunner runner(options.semantics, options.checks, options.canonical_ids, options.abstractions);
+  auto root = std::make_unique<ModelState>();
+  runner.initial(*root);
+  const std::vector<std::string> names = runner.part_names(*root);
+  std::set<std::vector<std::string>> without;
+  for (std::vector<std::string> parts : plain.parts) {
+    for (std::size_t p = 0; p < names.size(); ++p) {
+      if (std::find(together.begin(), together.end(), names[p]) != together.end()) parts[p].clear();
+    }
+    without.insert(std::move(parts));
+  }
+  ASSERT_EQ(growth.distinct_without_together.size(), growth.states.size());
+  EXPECT_EQ(growth.distinct_without_together.back(), without.size());
+  for (std::size_t d = 0; d < growth.states.size(); ++d) {
+    for (const std::string& name : together) {
+      EXPECT_LE(growth.distinct_without_together[d], growth.distinct_without.at(name)[d]) << name << " depth " << d + 1;
+    }
+  }
+  EXPECT_LT(without.size(), plain.states);
+
+  growth_options.forget_together = {"program.driver.no_such_part"};
+  EXPECT_THROW(measure_state_growth(options, growth_options), std::invalid_argument);
 }
 
 // Renumbering the keys after every layer keeps their order: the first layers of a search to the
