@@ -1,6 +1,7 @@
 #include "explorer/search/fingerprint_set.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <stdexcept>
 
@@ -12,10 +13,14 @@ __extension__ typedef unsigned __int128 Wide;  // g++ and clang
 constexpr double kMaxLoad = 0.9;
 constexpr double kGrowth = 1.2;
 constexpr std::size_t kMinHomes = 16;
-constexpr std::size_t kPadding = sizeof(Wide);  // a slot is read as the 16 bytes from its first
+// Slots past the last home, for the runs of the last homes (a run never wraps around).
+constexpr std::size_t kSpareSlots = 128;
+constexpr std::size_t kPadding = sizeof(Wide);  // a remainder is read as the 16 bytes from its first
+constexpr std::size_t kBlock = FingerprintSet::kBlockSlots;
 
 std::size_t limit_for(std::size_t homes) { return static_cast<std::size_t>(static_cast<double>(homes) * kMaxLoad); }
 std::size_t homes_for(std::size_t n) { return std::max(kMinHomes, static_cast<std::size_t>(static_cast<double>(n) / kMaxLoad) + 1); }
+std::size_t blocks_for(std::size_t homes) { return (homes + kSpareSlots + kBlock - 1) / kBlock; }
 
 // L: the bits of the high word a slot keeps, enough to tell apart the high words of one home
 // (2^L ≥ ceil(2^64 / homes)).
@@ -26,16 +31,53 @@ int high_bits_for(std::size_t homes) {
   return bits;
 }
 
-int width_for(std::size_t homes) {
-  return high_bits_for(homes) + FingerprintSet::kLowBits + FingerprintSet::kDistanceBits;
-}
+int width_for(std::size_t homes) { return high_bits_for(homes) + FingerprintSet::kLowBits; }
 
+// The bytes: each block's two metadata words, then each block's offset byte (to a multiple of
+// 8), then the remainders, packed.
+std::size_t offsets_at_for(std::size_t homes) { return blocks_for(homes) * 16; }
+std::size_t remainders_at_for(std::size_t homes) { return offsets_at_for(homes) + (blocks_for(homes) + 7) / 8 * 8; }
 std::size_t bytes_of(std::size_t homes) {
-  const std::size_t slots = homes + FingerprintSet::kMaxDistance + 1;  // the last one stays empty: probes stop there
-  return (slots * static_cast<std::size_t>(width_for(homes)) + 7) / 8 + kPadding;
+  const std::size_t slots = blocks_for(homes) * kBlock;
+  return remainders_at_for(homes) + (slots * static_cast<std::size_t>(width_for(homes)) + 7) / 8 + kPadding;
 }
 
 Wide ones(int bits) { return bits >= 128 ? ~Wide{0} : (Wide{1} << bits) - 1; }
+std::uint64_t bits_below(std::size_t i) { return i >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << i) - 1; }
+// Without -mpopcnt, __builtin_popcountll is a call into libgcc; this is a dozen instructions inline.
+unsigned popcount(std::uint64_t word) {
+  word = word - ((word >> 1) & 0x5555555555555555ull);
+  word = (word & 0x3333333333333333ull) + ((word >> 2) & 0x3333333333333333ull);
+  word = (word + (word >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return static_cast<unsigned>((word * 0x0101010101010101ull) >> 56);
+}
+
+// The position of the k-th (from 0) set bit of one byte, for each byte and k.
+constexpr std::array<std::array<std::uint8_t, 8>, 256> kSelectInByte = [] {
+  std::array<std::array<std::uint8_t, 8>, 256> table{};
+  for (unsigned byte = 0; byte < 256; ++byte) {
+    unsigned k = 0;
+    for (unsigned bit = 0; bit < 8; ++bit) {
+      if ((byte >> bit) & 1u) table[byte][k++] = static_cast<std::uint8_t>(bit);
+    }
+  }
+  return table;
+}();
+
+// The position of the k-th (from 0) set bit of `word`, which has more than k (without BMI2's
+// pdep, which some machines microcode): the bytes' running counts side by side, the byte where
+// they pass k, then the bit within it.
+unsigned select_in_word(std::uint64_t word, unsigned k) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  std::uint64_t counts = word - ((word >> 1) & 0x5555555555555555ull);
+  counts = (counts & 0x3333333333333333ull) + ((counts >> 2) & 0x3333333333333333ull);
+  counts = (counts + (counts >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  const std::uint64_t running = counts * kOnes;  // byte i: the set bits of bytes 0..i (at most 64)
+  // The bytes whose running count is at most k: k + 128 - count keeps its high bit.
+  const unsigned byte = popcount((((k * kOnes) | kHigh) - running) & kHigh);
+  const unsigned before = byte == 0 ? 0 : static_cast<unsigned>(running >> (8 * (byte - 1))) & 0xFFu;
+  return 8 * byte + kSelectInByte[(word >> (8 * byte)) & 0xFFu][k - before];
+}
 
 // The first high word of each home, ceil(h × 2^64 / homes), home after home without a division:
 // 2^64 = q × homes + r, so it is h × q + ceil(h × r / homes), whose fraction steps by r.
@@ -74,11 +116,14 @@ void FingerprintSet::shape(std::size_t homes) {
 
 void FingerprintSet::size_fields(std::size_t homes) {
   homes_ = homes;
-  slots_ = homes + kMaxDistance;
+  blocks_ = blocks_for(homes);
+  slots_ = blocks_ * kBlock;
   high_bits_ = high_bits_for(homes);
   width_ = width_for(homes);
   high_mask_ = ones(high_bits_);
   slot_mask_ = ones(width_);
+  offsets_at_ = offsets_at_for(homes);
+  remainders_at_ = remainders_at_for(homes);
   limit_ = limit_for(homes);
 }
 
@@ -86,69 +131,156 @@ FingerprintSet::Key FingerprintSet::stored_key(const Fingerprint& fingerprint) c
   return (Wide{fingerprint.high} & high_mask_) | (Wide{fingerprint.low & 0xFFFFu} << high_bits_);
 }
 
-FingerprintSet::Slot FingerprintSet::get(std::size_t i) const {
+FingerprintSet::Key FingerprintSet::remainder(std::size_t i) const {
   const std::size_t bit = i * static_cast<std::size_t>(width_);
   Wide word;
-  std::memcpy(&word, bytes_.data() + (bit >> 3), sizeof word);
-  word = (word >> (bit & 7)) & slot_mask_;
-  return Slot{word >> kDistanceBits, static_cast<std::uint32_t>(word) & ((1u << kDistanceBits) - 1)};
+  std::memcpy(&word, bytes_.data() + remainders_at_ + (bit >> 3), sizeof word);
+  return (word >> (bit & 7)) & slot_mask_;
 }
 
-void FingerprintSet::put(std::size_t i, const Slot& slot) {
+void FingerprintSet::set_remainder(std::size_t i, Key key) {
   const std::size_t bit = i * static_cast<std::size_t>(width_);
   const int shift = static_cast<int>(bit & 7);
+  std::uint8_t* at = bytes_.data() + remainders_at_ + (bit >> 3);
   Wide word;
-  std::memcpy(&word, bytes_.data() + (bit >> 3), sizeof word);
-  const Wide value = (slot.key << kDistanceBits) | slot.distance;
-  word = (word & ~(slot_mask_ << shift)) | (value << shift);
-  std::memcpy(bytes_.data() + (bit >> 3), &word, sizeof word);
+  std::memcpy(&word, at, sizeof word);
+  word = (word & ~(slot_mask_ << shift)) | (key << shift);
+  std::memcpy(at, &word, sizeof word);
 }
 
-std::size_t FingerprintSet::find(std::size_t h, Key key, std::uint32_t& distance) const {
-  for (std::size_t i = h;; ++i) {  // ends at the empty slot past slots_ at the latest
-    const Slot slot = get(i);
-    const std::uint32_t d = static_cast<std::uint32_t>(i - h) + 1;
-    if (slot.distance < d) {  // empty, or the first slot of a later home: the key goes here
-      distance = d;
-      return i;
+void FingerprintSet::set_bit(int which, std::size_t i, bool value) {
+  const std::size_t block = i / kBlock;
+  const std::uint64_t bit = std::uint64_t{1} << (i % kBlock);
+  const std::uint64_t word = metadata_word(block, which);
+  set_metadata_word(block, which, value ? word | bit : word & ~bit);
+}
+
+std::size_t FingerprintSet::select_run_end(std::size_t from, unsigned d) const {
+  std::size_t block = from / kBlock;
+  std::uint64_t ends = run_ends(block) & ~bits_below(from % kBlock);
+  for (;;) {
+    const unsigned count = popcount(ends);
+    if (d <= count) return block * kBlock + select_in_word(ends, d - 1);
+    d -= count;
+    ends = run_ends(++block);
+  }
+}
+
+std::size_t FingerprintSet::occupied_between(std::size_t after, std::size_t upto) const {
+  if (upto <= after) return 0;
+  const std::size_t first = after + 1;
+  std::size_t count = 0;
+  for (std::size_t block = first / kBlock; block <= upto / kBlock && block < blocks_; ++block) {
+    std::uint64_t word = occupieds(block);
+    if (block == first / kBlock) word &= ~bits_below(first % kBlock);
+    if (block == upto / kBlock) word &= bits_below(upto % kBlock + 1);
+    count += popcount(word);
+  }
+  return count;
+}
+
+void FingerprintSet::shift_remainders_up(std::size_t first, std::size_t last) {
+  // Bit by bit the remainders of first .. last-1 move up by one slot's width, in pieces of 56
+  // bits from the top (a piece and its shift within a byte fit one 64-bit word): half the loads
+  // and stores of moving them slot by slot.
+  constexpr std::size_t kPiece = 56;
+  const std::size_t width = static_cast<std::size_t>(width_);
+  const std::size_t begin = first * width;
+  std::size_t end = last * width;
+  std::uint8_t* bits = bytes_.data() + remainders_at_;
+  while (end > begin) {
+    const std::size_t length = std::min(kPiece, end - begin);
+    const std::size_t from = end - length, to = from + width;
+    std::uint64_t source, target;
+    std::memcpy(&source, bits + (from >> 3), sizeof source);
+    const std::uint64_t piece = (source >> (from & 7)) & bits_below(length);
+    std::memcpy(&target, bits + (to >> 3), sizeof target);
+    const std::uint64_t mask = bits_below(length) << (to & 7);
+    target = (target & ~mask) | (piece << (to & 7));
+    std::memcpy(bits + (to >> 3), &target, sizeof target);
+    end = from;
+  }
+}
+
+void FingerprintSet::shift_run_ends_up(std::size_t first, std::size_t last) {
+  // The run-end bits of first .. last-1 move up by one, word by word from the top (each word
+  // takes the top bit of the one below before that one changes).
+  for (std::size_t block = last / kBlock + 1; block-- > first / kBlock;) {
+    const std::size_t low = std::max(first + 1, block * kBlock), high = std::min(last, block * kBlock + kBlock - 1);
+    if (low > high) continue;
+    const std::uint64_t old = run_ends(block);
+    const std::uint64_t shifted = (old << 1) | (block > 0 ? run_ends(block - 1) >> 63 : 0);
+    const std::uint64_t mask = bits_below(high - block * kBlock + 1) & ~bits_below(low - block * kBlock);
+    set_metadata_word(block, 1, (old & ~mask) | (shifted & mask));
+  }
+}
+
+FingerprintSet::Probe FingerprintSet::probe(std::size_t h, Key key) const {
+  const std::size_t block = h / kBlock;
+  const std::uint64_t occupied_homes = occupieds(block);
+  // The block's own runs start past those of earlier homes; the d-th run end from there is that
+  // of the last occupied home before h in the block.
+  const std::size_t block_runs = block * kBlock + offset(block);
+  const unsigned d = popcount(occupied_homes & bits_below(h % kBlock));
+  const std::size_t after_earlier_runs = d == 0 ? block_runs : select_run_end(block_runs, d) + 1;
+  const std::size_t start = std::max(h, after_earlier_runs);
+  Probe result;
+  if (((occupied_homes >> (h % kBlock)) & 1u) == 0) {
+    result.at = start;  // a new run
+    return result;
+  }
+  result.home_has_run = true;
+  for (std::size_t i = start;; ++i) {
+    if (remainder(i) == key) {
+      result.found = true;
+      return result;
     }
-    if (slot.distance == d && slot.key == key) return kFound;
+    if (run_end(i)) {
+      result.at = i + 1;
+      return result;
+    }
   }
 }
 
-bool FingerprintSet::place_at(std::size_t i, Key key, std::uint32_t distance) {
-  if (distance > kMaxDistance + 1) return false;
-  // Carries each slot one up until an empty one takes the last: one pass, undone in the rare
-  // case where a slot would go too far. (The last slot can hold only a slot at its greatest
-  // distance, so the pass stops there at the latest.)
-  Slot carried{key, distance};
-  std::size_t j = i;
-  for (;; ++j) {
-    const Slot here = get(j);
-    if (here.distance > kMaxDistance) break;  // it would go one further
-    put(j, carried);
-    if (here.distance == 0) return true;
-    carried = Slot{here.key, here.distance + 1};
+bool FingerprintSet::place_at(std::size_t h, const Probe& probe, Key key) {
+  const std::size_t at = probe.at;
+  // The first empty slot from `at`: a slot is taken while some run of a home at or before it has
+  // not ended before it. The runs of homes up to h end before `at`; those of the occupied homes
+  // in (h, at] have not.
+  std::size_t open_runs = occupied_between(h, at);
+  std::size_t empty = at;
+  while (open_runs != 0) {
+    if (empty + 1 >= slots_) return false;  // the spare slots are used up: grow
+    open_runs = open_runs - (run_end(empty) ? 1 : 0) + (empty + 1 < homes_ && occupied(empty + 1) ? 1 : 0);
+    ++empty;
   }
-  // Slots i .. j-1 hold the new key and the old ones of i .. j-2, each one further; `carried`
-  // is the old one of j-1. Put each back.
-  if (j == i) return false;
-  for (std::size_t k = i; k + 1 < j; ++k) {
-    Slot moved = get(k + 1);
-    --moved.distance;
-    put(k, moved);
+  if (empty >= slots_) return false;
+  // The blocks that start in (h, empty] have one more slot of runs from before them.
+  const std::size_t first_block = h / kBlock + 1;
+  for (std::size_t block = first_block; block * kBlock <= empty; ++block) {
+    if (offset(block) >= kMaxOffset) return false;
   }
-  put(j - 1, Slot{carried.key, carried.distance - 1});
-  return false;
+  for (std::size_t block = first_block; block * kBlock <= empty; ++block) ++bytes_[offsets_at_ + block];
+  // Slots at .. empty-1 move up by one, with their run ends; the key goes at `at` and ends the
+  // home's run, which, if it had one, ended one before.
+  shift_remainders_up(at, empty);
+  shift_run_ends_up(at, empty);
+  set_remainder(at, key);
+  set_bit(1, at, true);
+  if (probe.home_has_run) {
+    set_bit(1, at - 1, false);
+  } else {
+    set_bit(0, h, true);
+  }
+  return true;
 }
 
 bool FingerprintSet::insert(const Fingerprint& fingerprint) {
   const std::size_t h = home(fingerprint.high);
   const Wide key = stored_key(fingerprint);
-  std::uint32_t distance = 0;
-  const std::size_t i = find(h, key, distance);
-  if (i == kFound) return false;
-  if (size_ + 1 > limit_ || !place_at(i, key, distance)) {
+  const Probe found = probe(h, key);
+  if (found.found) return false;
+  if (size_ + 1 > limit_ || !place_at(h, found, key)) {
     grow(size_ + 1);
     place(fingerprint, size_ + 1);
   }
@@ -160,9 +292,8 @@ void FingerprintSet::place(const Fingerprint& fingerprint, std::size_t count) {
   for (;;) {
     const std::size_t h = home(fingerprint.high);
     const Wide key = stored_key(fingerprint);
-    std::uint32_t distance = 0;
-    const std::size_t i = find(h, key, distance);
-    if (i != kFound && place_at(i, key, distance)) return;
+    const Probe found = probe(h, key);
+    if (found.found || place_at(h, found, key)) return;
     grow(count);
   }
 }
@@ -177,24 +308,49 @@ void FingerprintSet::grow(std::size_t count) {
 }
 
 bool FingerprintSet::contains(const Fingerprint& fingerprint) const {
-  std::uint32_t distance = 0;
-  return find(home(fingerprint.high), stored_key(fingerprint), distance) == kFound;
+  return probe(home(fingerprint.high), stored_key(fingerprint)).found;
+}
+
+template <class Visit>
+bool FingerprintSet::for_each_run(Visit&& visit) const {
+  // The occupied homes in order and the run ends in order, side by side: the k-th run end
+  // closes the k-th occupied home's run, which starts at its home or past the run before.
+  std::size_t next_free = 0;  // the slot past the last run
+  std::size_t end_block = 0;
+  std::uint64_t ends = run_ends(0);
+  for (std::size_t block = 0; block < blocks_; ++block) {
+    for (std::uint64_t homes = occupieds(block); homes != 0; homes &= homes - 1) {
+      const std::size_t h = block * kBlock + static_cast<std::size_t>(__builtin_ctzll(homes));
+      while (ends == 0) {
+        if (++end_block == blocks_) return false;  // a run without its end
+        ends = run_ends(end_block);
+      }
+      const std::size_t end = end_block * kBlock + static_cast<std::size_t>(__builtin_ctzll(ends));
+      ends &= ends - 1;
+      const std::size_t start = std::max(h, next_free);
+      if (end < start || h >= homes_) return false;
+      if (!visit(h, start, end)) return true;
+      next_free = end + 1;
+    }
+  }
+  while (ends == 0 && end_block + 1 < blocks_) ends = run_ends(++end_block);
+  return ends == 0;  // no run end left over
 }
 
 template <class Visit>
 void FingerprintSet::for_each(Visit&& visit) const {
   HomeStarts starts(homes_);
-  for (std::size_t i = 0; i < slots_; ++i) {
-    const Slot slot = get(i);
-    if (slot.distance == 0) continue;
-    const std::size_t h = i - (slot.distance - 1);
+  for_each_run([&](std::size_t h, std::size_t first, std::size_t last) {
     // The one high word of home h whose low L bits are the slot's.
     const std::uint64_t start = starts.start_of(h);
-    const std::uint64_t low_bits = static_cast<std::uint64_t>(slot.key & high_mask_);
-    const Fingerprint fingerprint{start + static_cast<std::uint64_t>((low_bits - start) & high_mask_),
-                                  static_cast<std::uint64_t>(slot.key >> high_bits_)};
-    visit(fingerprint);
-  }
+    for (std::size_t i = first; i <= last; ++i) {
+      const Key key = remainder(i);
+      const std::uint64_t low_bits = static_cast<std::uint64_t>(key & high_mask_);
+      visit(Fingerprint{start + static_cast<std::uint64_t>((low_bits - start) & high_mask_),
+                        static_cast<std::uint64_t>(key >> high_bits_)});
+    }
+    return true;
+  });
 }
 
 void FingerprintSet::rehash(std::size_t homes, std::size_t count) {
@@ -222,19 +378,26 @@ void FingerprintSet::assign(std::size_t home_slots, std::vector<std::uint8_t> by
   FingerprintSet table(kMinHomes);
   table.size_fields(home_slots);  // the bytes are the snapshot's: no table of that size allocated first
   table.bytes_ = std::move(bytes);
-  // Every slot within its bounds, homes in order.
+  // Runs that hold together (each run end closes an occupied home's run, no home past the
+  // last), each block's offset what its runs make it, and no more than the table may hold.
   std::size_t size = 0;
-  std::size_t last_home = 0;
-  for (std::size_t i = 0; i < table.slots_; ++i) {
-    const std::uint32_t d = table.get(i).distance;
-    if (d == 0) continue;
-    if (d - 1 > i || d - 1 > kMaxDistance || (d > 1 && table.get(i - 1).distance == 0)) refuse();
-    const std::size_t h = i - (d - 1);
-    if (h >= home_slots || h < last_home) refuse();
-    last_home = h;
-    ++size;
-  }
-  if (size > table.limit_ || table.get(table.slots_).distance != 0) refuse();
+  std::size_t block = 0;          // the next block whose offset is checked
+  std::size_t last_run_end = 0;   // of the runs so far
+  bool offsets_hold = true;
+  auto check_offsets_upto = [&](std::size_t h) {  // the blocks that start at or before home h
+    for (; block < table.blocks_ && block * kBlock <= h; ++block) {
+      const std::size_t expected = size == 0 || last_run_end < block * kBlock ? 0 : last_run_end - block * kBlock + 1;
+      if (table.offset(block) != expected) offsets_hold = false;
+    }
+  };
+  const bool runs_hold = table.for_each_run([&](std::size_t h, std::size_t first, std::size_t last) {
+    check_offsets_upto(h);
+    size += last - first + 1;
+    last_run_end = last;
+    return offsets_hold;
+  });
+  check_offsets_upto(table.slots_);
+  if (!runs_hold || !offsets_hold || size > table.limit_) refuse();
   table.size_ = size;
   *this = std::move(table);
 }

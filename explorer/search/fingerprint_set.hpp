@@ -1,30 +1,41 @@
 // The seen-set of the search: 80 bits of every state's fingerprint (the high word and the low
 // 16 bits of the low word, model/fingerprint.hpp) in a compact table, where a slot's index
-// carries what the slot does not store (Cleary's compact hashing, with Robin Hood order).
+// carries what the slot does not store (Cleary's compact hashing, laid out as a rank-and-select
+// quotient filter: Pandey, Bender, Johnson and Patro, SIGMOD 2017).
 //
-// A table of N slots sends a fingerprint to its home slot h = floor(high × N / 2^64): any N,
-// not only powers of two, so the table can grow by a fifth. The high words whose home is h
-// form an interval at most W = ceil(2^64 / N) wide, so the home and the low L bits of the high
-// word (2^L ≥ W) give the high word back. A slot stores those L bits, the 16 bits of the low
-// word and, in kDistanceBits, how far it lies past its home: L + 16 + 7 bits, packed one after
-// the other. Equal homes and equal stored bits mean equal 80 bits, so two states are confused
-// only when 80 bits of their fingerprints agree (the printed collision probability is
-// n² / 2^81).
+// A table of N homes sends a fingerprint to its home h = floor(high × N / 2^64): any N, not
+// only powers of two, so the table can grow by a fifth. The high words whose home is h form an
+// interval at most W = ceil(2^64 / N) wide, so the home and the low L bits of the high word
+// (2^L ≥ W) give the high word back. A slot stores those L bits and the 16 bits of the low word:
+// its remainder, L + 16 bits. Equal homes and equal remainders mean equal 80 bits, so two states
+// are confused only when 80 bits of their fingerprints agree (the printed collision probability
+// is n² / 2^81).
 //
-// The slots of one home lie together, and homes in order (Robin Hood: a fingerprint that
-// probes past a slot whose home is later is not in the table, and an insertion shifts the rest
-// of its cluster up by one). Nothing wraps around: a slot's distance is at most kMaxDistance,
-// and the table holds that many slots past the last home. The table grows by a fifth when it
-// is 90 % full, or when an insertion would push a slot past kMaxDistance.
+// The remainders of one home lie together, a run, and runs lie in the order of their homes, each
+// at its home or after it (as in linear probing with Robin Hood order). What slot holds which
+// home's remainders is not stored per slot but in two bits a slot and a byte per 64 slots:
+//   - occupied, by home: some remainder has this home;
+//   - run end, by slot: this slot holds the last remainder of its run;
+//   - offset, by block of 64: how many slots from the block's first are taken by runs of homes
+//     before the block.
+// The k-th run end belongs to the k-th occupied home, so a home's run is found by counting
+// (rank) the occupied homes before it in its block and finding (select) that many run ends from
+// where the block's own runs start. A slot is empty when every run of a home at or before it
+// ended before it. That is 2.125 bits a slot where a per-slot distance from the home took 7.
 //
-// The slot narrows as the table grows (L = 64 - log2 N, rounded up): 9.3 bytes a state at 10^6
-// states 90 % full, 8.5 at 10^8, 7.9 at 10^9, 7.5 at 10^10 (docs/performance.md).
+// Nothing wraps around: the table keeps some spare slots past the last home. It grows by a
+// fifth when it is 90 % full, when an insertion would shift a run past the last slot, or when
+// a block's offset would not fit its byte.
+//
+// The slot narrows as the table grows (L = 64 - log2 N, rounded up): 8.8 bytes a state at 10^6
+// states 90 % full, 7.8 at 10^8, 7.2 at 10^9, 6.8 at 10^10 (docs/performance.md).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "explorer/model/fingerprint.hpp"
@@ -33,10 +44,10 @@ namespace fp8sm::explorer {
 
 class FingerprintSet {
  public:
-  static constexpr int kLowBits = 16;                 // of the fingerprint's low word
+  static constexpr int kLowBits = 16;                   // of the fingerprint's low word
   static constexpr int kEffectiveBits = 64 + kLowBits;  // what two fingerprints must share to be confused
-  static constexpr int kDistanceBits = 7;
-  static constexpr std::uint32_t kMaxDistance = (1u << kDistanceBits) - 2;  // 0 marks an empty slot
+  static constexpr std::size_t kBlockSlots = 64;        // slots (and homes) whose metadata lie together
+  static constexpr std::uint32_t kMaxOffset = 255;      // a block's offset is one byte
 
   explicit FingerprintSet(std::size_t initial_slots = 1024);
 
@@ -49,9 +60,14 @@ class FingerprintSet {
   // True if `fingerprint` was not in the set (it is now).
   bool insert(const Fingerprint& fingerprint);
   bool contains(const Fingerprint& fingerprint) const;
-  // Asks the cache for the slot where `fingerprint` would go, ahead of its insert.
+  // Asks the cache for the metadata and the slots where `fingerprint` would go, ahead of its
+  // insert.
   void prefetch(const Fingerprint& fingerprint) const {
-    __builtin_prefetch(bytes_.data() + (home(fingerprint.high) * static_cast<std::size_t>(width_) >> 3));
+    const std::size_t h = home(fingerprint.high);
+    const std::size_t block = h / kBlockSlots;
+    __builtin_prefetch(bytes_.data() + block * kMetadataBytes);
+    __builtin_prefetch(bytes_.data() + offsets_at_ + block);
+    __builtin_prefetch(bytes_.data() + remainders_at_ + (h * static_cast<std::size_t>(width_) >> 3));
   }
   // Grows the table once so that `n` fingerprints fit without growing again (the search knows
   // about how many states a layer adds: one growth instead of one per fifth).
@@ -64,7 +80,7 @@ class FingerprintSet {
   // The bytes the table will hold after the insertion that makes it grow next.
   std::size_t bytes_after_growth() const;
   // Whether the next insertion of a new fingerprint makes the table grow (at 90 %; an
-  // insertion that would push a slot too far grows it earlier).
+  // insertion that would shift a run too far grows it earlier).
   bool full() const { return size_ + 1 > limit_; }
 
   // The table itself, and a table put back from it (a search's snapshot): the same slots, so
@@ -75,26 +91,52 @@ class FingerprintSet {
   void assign(std::size_t home_slots, std::vector<std::uint8_t> bytes);
 
  private:
-  // What a slot holds, unpacked: its bits past the home (the high word's low L bits, then the
-  // low word's kLowBits) and its distance from the home plus one (0: empty).
+  // A remainder: the high word's low L bits, then the low word's kLowBits.
   __extension__ typedef unsigned __int128 Key;  // g++ and clang
-  struct Slot {
-    Key key = 0;
-    std::uint32_t distance = 0;
+  // Each block's metadata: its homes' occupied bits, then its slots' run-end bits.
+  static constexpr std::size_t kMetadataBytes = 16;
+
+  // Where a probe for a key ends: found, or where the key would go (`at`) and whether its home
+  // has a run already (the key then goes at that run's end).
+  struct Probe {
+    bool found = false;
+    bool home_has_run = false;
+    std::size_t at = 0;
   };
 
   std::size_t home(std::uint64_t high) const {
     return static_cast<std::size_t>((static_cast<Key>(high) * homes_) >> 64);
   }
   Key stored_key(const Fingerprint& fingerprint) const;
-  Slot get(std::size_t i) const;
-  void put(std::size_t i, const Slot& slot);
-  // Where a new key of home `h` goes (its distance in `distance`), or kFound if it is there.
-  static constexpr std::size_t kFound = ~std::size_t{0};
-  std::size_t find(std::size_t h, Key key, std::uint32_t& distance) const;
-  // Puts a key not in the table at `i`, `distance` past its home, shifting its cluster up.
-  // False, changing nothing, if a shifted slot would go past kMaxDistance.
-  bool place_at(std::size_t i, Key key, std::uint32_t distance);
+
+  std::uint64_t metadata_word(std::size_t block, int which) const {  // 0: occupied, 1: run ends
+    std::uint64_t word;
+    std::memcpy(&word, bytes_.data() + block * kMetadataBytes + static_cast<std::size_t>(which) * 8, sizeof word);
+    return word;
+  }
+  void set_metadata_word(std::size_t block, int which, std::uint64_t word) {
+    std::memcpy(bytes_.data() + block * kMetadataBytes + static_cast<std::size_t>(which) * 8, &word, sizeof word);
+  }
+  std::uint64_t occupieds(std::size_t block) const { return metadata_word(block, 0); }
+  std::uint64_t run_ends(std::size_t block) const { return metadata_word(block, 1); }
+  bool occupied(std::size_t h) const { return (occupieds(h / kBlockSlots) >> (h % kBlockSlots)) & 1u; }
+  bool run_end(std::size_t i) const { return (run_ends(i / kBlockSlots) >> (i % kBlockSlots)) & 1u; }
+  void set_bit(int which, std::size_t i, bool value);
+  std::uint32_t offset(std::size_t block) const { return bytes_[offsets_at_ + block]; }
+  Key remainder(std::size_t i) const;
+  void set_remainder(std::size_t i, Key key);
+
+  // Slots first .. last-1 one up (their remainders, and their run-end bits); slot `last` is empty.
+  void shift_remainders_up(std::size_t first, std::size_t last);
+  void shift_run_ends_up(std::size_t first, std::size_t last);
+  // The position of the `d`-th (from 1) run end at or after slot `from`.
+  std::size_t select_run_end(std::size_t from, unsigned d) const;
+  // The occupied homes in (after, upto].
+  std::size_t occupied_between(std::size_t after, std::size_t upto) const;
+  Probe probe(std::size_t h, Key key) const;
+  // Puts a key not in the table where `probe` says, shifting what follows up to the next empty
+  // slot. False, changing nothing, if the table must grow first.
+  bool place_at(std::size_t h, const Probe& probe, Key key);
   // Puts a fingerprint not in the table; grows if it must, for a table of `count` fingerprints.
   void place(const Fingerprint& fingerprint, std::size_t count);
   // By a fifth; throws std::length_error if `count` fingerprints filled so many homes so early.
@@ -103,15 +145,22 @@ class FingerprintSet {
   // Calls visit(fingerprint) for every fingerprint in the table (its 80 bits), in slot order.
   template <class Visit>
   void for_each(Visit&& visit) const;
+  // Calls visit(home, first slot, last slot) for each run, in order; false from visit stops it.
+  // False if the metadata do not make runs (a run end missing, or one too many).
+  template <class Visit>
+  bool for_each_run(Visit&& visit) const;
   void shape(std::size_t homes);  // sizes the fields and bytes for `homes` homes (all empty)
   void size_fields(std::size_t homes);  // the fields alone, for bytes that come from elsewhere
 
   std::size_t homes_ = 0;
-  std::size_t slots_ = 0;  // homes_ + kMaxDistance, and one more that stays empty
+  std::size_t blocks_ = 0;
+  std::size_t slots_ = 0;  // blocks_ × kBlockSlots: the homes, and spare slots past them
   int high_bits_ = 0;      // L
-  int width_ = 0;          // bits a slot
+  int width_ = 0;          // bits a remainder
   Key high_mask_ = 0;      // L ones
   Key slot_mask_ = 0;      // width_ ones
+  std::size_t offsets_at_ = 0;     // where the blocks' offsets start in bytes_
+  std::size_t remainders_at_ = 0;  // where the slots' remainders start
   std::vector<std::uint8_t> bytes_;
   std::size_t size_ = 0;
   std::size_t limit_ = 0;  // grow past this many

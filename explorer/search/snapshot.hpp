@@ -33,7 +33,9 @@ class SnapshotError : public std::runtime_error {
 // 2: the options' text is the model's settings, then the engine's (depth, coverage).
 // 3: a frontier entry is its key and a path of 48 codes (56 bytes).
 // 4: paths of 96 codes; a fingerprint table is its homes, then its bytes (fingerprint_set.hpp).
-inline constexpr int kSnapshotFormat = 4;
+// 5: a fingerprint table's bytes are a quotient filter's (occupied and run-end bits, offsets,
+//    remainders) where they were slots with distances.
+inline constexpr int kSnapshotFormat = 5;
 
 // What a snapshot must agree on with the run that resumes it.
 struct SnapshotIdentity {

@@ -81,7 +81,8 @@ TEST(FingerprintSet, ZeroIsAFingerprintLikeAnyOther) {
 }
 
 // Fingerprints crowded into a few homes (no hash does that, but the table must not lose any):
-// the table grows when a slot would lie too far from its home, and finds them all.
+// the table grows when their runs would push a block's offset past its byte, and finds them
+// all.
 TEST(FingerprintSet, CrowdedHomesMakeItGrowAndLoseNothing) {
   FingerprintSet set(16);
   std::vector<Fingerprint> crowded;
@@ -95,16 +96,39 @@ TEST(FingerprintSet, CrowdedHomesMakeItGrowAndLoseNothing) {
       for (std::uint64_t i = 0; i < 1000; ++i) one_home.insert({0, i}), std::length_error);
 }
 
-// The table's bytes a state, 90 % full: what the slot stores (80 bits less the log2 of the homes
-// its index tells apart, plus the 7 bits of distance) over 0.9. At 10^8, 10^9 and 10^10 states
-// that is 61, 57 and 54 bits a slot (docs/performance.md).
+// The table's bytes a state, 90 % full: what a slot stores (80 bits less the log2 of the homes
+// its index tells apart: L = 64 - log2 N rounded up, N = n / 0.9 homes), plus the metadata of a
+// rank-and-select quotient filter (an occupied bit a home, a run-end bit a slot, a byte a 64),
+// over 0.9. At 10^8, 10^9 and 10^10 states L is 38, 34 and 31 (2^64 / N is 1.66·10^11, 1.66·10^10
+// and 1.66·10^9).
 TEST(FingerprintSet, SlotsNarrowAsTheTableGrows) {
   const FingerprintSet set;
   auto per_state = [&](double n) { return static_cast<double>(set.bytes_for(static_cast<std::size_t>(n))) / n; };
-  EXPECT_NEAR(per_state(1e8), 61.0 / 8 / 0.9, 0.01);
-  EXPECT_NEAR(per_state(1e9), 57.0 / 8 / 0.9, 0.01);
-  EXPECT_NEAR(per_state(1e10), 54.0 / 8 / 0.9, 0.01);
-  EXPECT_LE(per_state(1e9), 8.0);
+  constexpr double kMetadataBits = 2 + 8.0 / 64;
+  EXPECT_NEAR(per_state(1e8), (38 + 16 + kMetadataBits) / 8 / 0.9, 0.01);
+  EXPECT_NEAR(per_state(1e9), (34 + 16 + kMetadataBits) / 8 / 0.9, 0.01);
+  EXPECT_NEAR(per_state(1e10), (31 + 16 + kMetadataBits) / 8 / 0.9, 0.01);
+  EXPECT_LE(per_state(1e8), 8.0);
+}
+
+// The last homes' runs go on past them into the spare slots, and the table grows when those
+// are used up (no run wraps around to the first slots).
+TEST(FingerprintSet, RunsOfTheLastHomesGoOnPastThem) {
+  FingerprintSet set(1000);
+  const std::size_t homes = set.home_slots();
+  // High words of the last home: from the top down, each a state of its own.
+  std::vector<Fingerprint> last_home;
+  for (std::uint64_t i = 0; i < 100; ++i) last_home.push_back({~0ull - i, i});
+  for (const Fingerprint& f : last_home) ASSERT_TRUE(set.insert(f));
+  EXPECT_EQ(set.home_slots(), homes) << "100 fit the spare slots";
+  for (const Fingerprint& f : last_home) ASSERT_TRUE(set.contains(f));
+  // And fingerprints of the first homes are not taken for them.
+  for (std::uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(set.insert({i, i}));
+  EXPECT_EQ(set.size(), 200u);
+  // Past the spare slots: the table grows (and, since one home keeps them all whatever its
+  // size, refuses them in the end).
+  EXPECT_THROW(
+      for (std::uint64_t i = 100; i < 1000; ++i) set.insert({~0ull - i, i}), std::length_error);
 }
 
 // A snapshot puts a table back from its bytes: the same fingerprints, and insertions go on as
@@ -129,6 +153,39 @@ TEST(FingerprintSet, PutBackFromItsBytesItIsTheSameSet) {
   std::vector<std::uint8_t> full(bytes.size(), 0xFF);
   EXPECT_THROW(copy.assign(homes, full), std::invalid_argument);
   EXPECT_EQ(copy.table_bytes(), original.table_bytes()) << "a refused table changes nothing";
+}
+
+// Bytes that hold a table in part: any one bit of a table's bytes flipped is refused (the
+// metadata no longer make runs, or an offset is not what the runs make it), or it is a table of
+// as many fingerprints, one of them perhaps another (a remainder's bit), the rest the same.
+TEST(FingerprintSet, ABitFlippedIsRefusedOrChangesOneFingerprint) {
+  FingerprintSet original;
+  std::vector<Fingerprint> values;
+  for (std::uint64_t v = 0; v < 3000; ++v) values.push_back(fingerprint_of(v));
+  for (const Fingerprint& f : values) original.insert(f);
+  const std::vector<std::uint8_t>& bytes = original.table_bytes();
+  std::mt19937_64 random(11);
+  int refused = 0, accepted = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<std::uint8_t> flipped = bytes;
+    const std::size_t bit = random() % (bytes.size() * 8);
+    flipped[bit / 8] = static_cast<std::uint8_t>(flipped[bit / 8] ^ (1u << (bit % 8)));
+    FingerprintSet copy;
+    try {
+      copy.assign(original.home_slots(), flipped);
+    } catch (const std::invalid_argument&) {
+      ++refused;
+      continue;
+    }
+    ++accepted;
+    ASSERT_EQ(copy.size(), original.size()) << "bit " << bit;
+    int missing = 0;
+    for (const Fingerprint& f : values) missing += copy.contains(f) ? 0 : 1;
+    ASSERT_LE(missing, 1) << "bit " << bit;
+  }
+  // Both kinds were tried: the metadata (some 1/25 of the bytes) and the remainders.
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(accepted, 0);
 }
 
 std::vector<spec::Statement> every_statement() {
