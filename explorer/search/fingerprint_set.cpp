@@ -33,10 +33,10 @@ int high_bits_for(std::size_t homes) {
 
 int width_for(std::size_t homes) { return high_bits_for(homes) + FingerprintSet::kLowBits; }
 
-// The bytes: each block's two metadata words, then each block's offset byte (to a multiple of
-// 8), then the remainders, packed.
-std::size_t offsets_at_for(std::size_t homes) { return blocks_for(homes) * 16; }
-std::size_t remainders_at_for(std::size_t homes) { return offsets_at_for(homes) + (blocks_for(homes) + 7) / 8 * 8; }
+// The bytes: each block's metadata (to a multiple of 8), then the remainders, packed.
+std::size_t remainders_at_for(std::size_t homes) {
+  return (blocks_for(homes) * FingerprintSet::kMetadataBytes + 7) / 8 * 8;
+}
 std::size_t bytes_of(std::size_t homes) {
   const std::size_t slots = blocks_for(homes) * kBlock;
   return remainders_at_for(homes) + (slots * static_cast<std::size_t>(width_for(homes)) + 7) / 8 + kPadding;
@@ -122,7 +122,6 @@ void FingerprintSet::size_fields(std::size_t homes) {
   width_ = width_for(homes);
   high_mask_ = ones(high_bits_);
   slot_mask_ = ones(width_);
-  offsets_at_ = offsets_at_for(homes);
   remainders_at_ = remainders_at_for(homes);
   limit_ = limit_for(homes);
 }
@@ -139,13 +138,24 @@ FingerprintSet::Key FingerprintSet::remainder(std::size_t i) const {
 }
 
 void FingerprintSet::set_remainder(std::size_t i, Key key) {
+  // Word by aligned word, as shift_remainders_up writes them just before: a load that matches
+  // the store before it is served from it, one that straddles two stores waits for both.
   const std::size_t bit = i * static_cast<std::size_t>(width_);
-  const int shift = static_cast<int>(bit & 7);
-  std::uint8_t* at = bytes_.data() + remainders_at_ + (bit >> 3);
-  Wide word;
-  std::memcpy(&word, at, sizeof word);
-  word = (word & ~(slot_mask_ << shift)) | (key << shift);
-  std::memcpy(at, &word, sizeof word);
+  const unsigned shift = static_cast<unsigned>(bit % 64);
+  std::uint8_t* words = bytes_.data() + remainders_at_ + bit / 64 * 8;
+  const auto merge = [](std::uint8_t* at, std::uint64_t value, std::uint64_t mask) {
+    std::uint64_t word;
+    std::memcpy(&word, at, sizeof word);
+    word = (word & ~mask) | (value & mask);
+    std::memcpy(at, &word, sizeof word);
+  };
+  merge(words, static_cast<std::uint64_t>(key << shift), static_cast<std::uint64_t>(slot_mask_ << shift));
+  if (shift + static_cast<unsigned>(width_) > 64) {
+    merge(words + 8, static_cast<std::uint64_t>(key >> (64 - shift)), static_cast<std::uint64_t>(slot_mask_ >> (64 - shift)));
+  }
+  if (shift + static_cast<unsigned>(width_) > 128) {
+    merge(words + 16, static_cast<std::uint64_t>(key >> (128 - shift)), static_cast<std::uint64_t>(slot_mask_ >> (128 - shift)));
+  }
 }
 
 void FingerprintSet::set_bit(int which, std::size_t i, bool value) {
@@ -180,25 +190,30 @@ std::size_t FingerprintSet::occupied_between(std::size_t after, std::size_t upto
 }
 
 void FingerprintSet::shift_remainders_up(std::size_t first, std::size_t last) {
-  // Bit by bit the remainders of first .. last-1 move up by one slot's width, in pieces of 56
-  // bits from the top (a piece and its shift within a byte fit one 64-bit word): half the loads
-  // and stores of moving them slot by slot.
-  constexpr std::size_t kPiece = 56;
+  // The bits of first .. last-1 move up by one slot's width. Each aligned 64-bit word of where
+  // they go is made from the two words below it that hold its bits now, from the top down, so
+  // that no word is read after it changed, and no load waits on a store that overlaps it in
+  // part (what moving unaligned pieces did, a stall each).
+  if (last <= first) return;
   const std::size_t width = static_cast<std::size_t>(width_);
-  const std::size_t begin = first * width;
-  std::size_t end = last * width;
-  std::uint8_t* bits = bytes_.data() + remainders_at_;
-  while (end > begin) {
-    const std::size_t length = std::min(kPiece, end - begin);
-    const std::size_t from = end - length, to = from + width;
-    std::uint64_t source, target;
-    std::memcpy(&source, bits + (from >> 3), sizeof source);
-    const std::uint64_t piece = (source >> (from & 7)) & bits_below(length);
-    std::memcpy(&target, bits + (to >> 3), sizeof target);
-    const std::uint64_t mask = bits_below(length) << (to & 7);
-    target = (target & ~mask) | (piece << (to & 7));
-    std::memcpy(bits + (to >> 3), &target, sizeof target);
-    end = from;
+  const std::size_t begin = (first + 1) * width, end = (last + 1) * width;  // the bits written
+  const std::size_t whole = width / 64, rest = width % 64;
+  std::uint8_t* words = bytes_.data() + remainders_at_;
+  const auto load = [words](std::size_t j) {
+    std::uint64_t word;
+    std::memcpy(&word, words + 8 * j, sizeof word);
+    return word;
+  };
+  const std::size_t first_word = begin / 64, last_word = (end - 1) / 64;
+  for (std::size_t j = last_word + 1; j-- > first_word;) {
+    // Bits 64j .. 64j+63 now hold what bits 64j - width .. 64j + 63 - width held.
+    std::uint64_t moved = load(j - whole) << rest;
+    if (rest != 0 && j > whole) moved |= load(j - whole - 1) >> (64 - rest);
+    std::uint64_t mask = ~std::uint64_t{0};
+    if (j == last_word) mask &= bits_below(end - 64 * j);
+    if (j == first_word) mask &= ~bits_below(begin - 64 * j);
+    const std::uint64_t word = (load(j) & ~mask) | (moved & mask);
+    std::memcpy(words + 8 * j, &word, sizeof word);
   }
 }
 
@@ -250,9 +265,12 @@ bool FingerprintSet::place_at(std::size_t h, const Probe& probe, Key key) {
   std::size_t open_runs = occupied_between(h, at);
   std::size_t empty = at;
   while (open_runs != 0) {
-    if (empty + 1 >= slots_) return false;  // the spare slots are used up: grow
-    open_runs = open_runs - (run_end(empty) ? 1 : 0) + (empty + 1 < homes_ && occupied(empty + 1) ? 1 : 0);
-    ++empty;
+    // The runs open at `empty` end at its next open_runs run ends; those of the homes passed
+    // meanwhile are open past there (a jump over whole runs, rather than a step per slot).
+    const std::size_t past = select_run_end(empty, static_cast<unsigned>(open_runs)) + 1;
+    if (past >= slots_) return false;  // the spare slots are used up: grow
+    open_runs = occupied_between(empty, past);
+    empty = past;
   }
   if (empty >= slots_) return false;
   // The blocks that start in (h, empty] have one more slot of runs from before them.
@@ -260,7 +278,7 @@ bool FingerprintSet::place_at(std::size_t h, const Probe& probe, Key key) {
   for (std::size_t block = first_block; block * kBlock <= empty; ++block) {
     if (offset(block) >= kMaxOffset) return false;
   }
-  for (std::size_t block = first_block; block * kBlock <= empty; ++block) ++bytes_[offsets_at_ + block];
+  for (std::size_t block = first_block; block * kBlock <= empty; ++block) ++bytes_[block * kMetadataBytes + kOffsetAt];
   // Slots at .. empty-1 move up by one, with their run ends; the key goes at `at` and ends the
   // home's run, which, if it had one, ended one before.
   shift_remainders_up(at, empty);

@@ -27,7 +27,7 @@
 // fifth when it is 90 % full, when an insertion would shift a run past the last slot, or when
 // a block's offset would not fit its byte.
 //
-// The slot narrows as the table grows (L = 64 - log2 N, rounded up): 8.8 bytes a state at 10^6
+// The slot narrows as the table grows (L = 64 - log2 N, rounded up): 8.6 bytes a state at 10^6
 // states 90 % full, 7.8 at 10^8, 7.2 at 10^9, 6.8 at 10^10 (docs/performance.md).
 #pragma once
 
@@ -48,6 +48,10 @@ class FingerprintSet {
   static constexpr int kEffectiveBits = 64 + kLowBits;  // what two fingerprints must share to be confused
   static constexpr std::size_t kBlockSlots = 64;        // slots (and homes) whose metadata lie together
   static constexpr std::uint32_t kMaxOffset = 255;      // a block's offset is one byte
+  // Each block's metadata, together so that one probe reads one line (or two): its homes'
+  // occupied bits, its slots' run-end bits, its offset.
+  static constexpr std::size_t kMetadataBytes = 17;
+  static constexpr std::size_t kOffsetAt = 16;
 
   explicit FingerprintSet(std::size_t initial_slots = 1024);
 
@@ -66,7 +70,7 @@ class FingerprintSet {
     const std::size_t h = home(fingerprint.high);
     const std::size_t block = h / kBlockSlots;
     __builtin_prefetch(bytes_.data() + block * kMetadataBytes);
-    __builtin_prefetch(bytes_.data() + offsets_at_ + block);
+    __builtin_prefetch(bytes_.data() + block * kMetadataBytes + kOffsetAt);
     __builtin_prefetch(bytes_.data() + remainders_at_ + (h * static_cast<std::size_t>(width_) >> 3));
   }
   // Grows the table once so that `n` fingerprints fit without growing again (the search knows
@@ -93,8 +97,6 @@ class FingerprintSet {
  private:
   // A remainder: the high word's low L bits, then the low word's kLowBits.
   __extension__ typedef unsigned __int128 Key;  // g++ and clang
-  // Each block's metadata: its homes' occupied bits, then its slots' run-end bits.
-  static constexpr std::size_t kMetadataBytes = 16;
 
   // Where a probe for a key ends: found, or where the key would go (`at`) and whether its home
   // has a run already (the key then goes at that run's end).
@@ -122,7 +124,7 @@ class FingerprintSet {
   bool occupied(std::size_t h) const { return (occupieds(h / kBlockSlots) >> (h % kBlockSlots)) & 1u; }
   bool run_end(std::size_t i) const { return (run_ends(i / kBlockSlots) >> (i % kBlockSlots)) & 1u; }
   void set_bit(int which, std::size_t i, bool value);
-  std::uint32_t offset(std::size_t block) const { return bytes_[offsets_at_ + block]; }
+  std::uint32_t offset(std::size_t block) const { return bytes_[block * kMetadataBytes + kOffsetAt]; }
   Key remainder(std::size_t i) const;
   void set_remainder(std::size_t i, Key key);
 
@@ -159,7 +161,6 @@ class FingerprintSet {
   int width_ = 0;          // bits a remainder
   Key high_mask_ = 0;      // L ones
   Key slot_mask_ = 0;      // width_ ones
-  std::size_t offsets_at_ = 0;     // where the blocks' offsets start in bytes_
   std::size_t remainders_at_ = 0;  // where the slots' remainders start
   std::vector<std::uint8_t> bytes_;
   std::size_t size_ = 0;
