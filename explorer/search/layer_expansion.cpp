@@ -20,6 +20,9 @@ constexpr std::size_t kWindowPerThread = 256;  // parents expanded ahead of the 
 // two threads replayed 27 % more codes than one at (2, 2, 1) to depth 12, 49 % more at depth 6;
 // in runs of 16, 9 % more).
 constexpr std::size_t kRun = 16;
+// The consumer is shown the chains of the parent this many after the one it consumes: far
+// enough for the cache lines asked for to arrive before they are read.
+constexpr std::size_t kLookAhead = 1;
 }  // namespace
 
 // What one expanding thread works with: its own cursor on the model, and the codes of the
@@ -76,7 +79,8 @@ void LayerExpansion::expand_parent(const Frontier& frontier, std::size_t index, 
 // calling thread is one of them and also consumes the parents' chains in index order as they
 // become ready, so the consumer's work overlaps expansion instead of a round of expansion
 // waiting for it.
-void LayerExpansion::expand(const Frontier& frontier, std::size_t begin, std::size_t end, const Consumer& consume) {
+void LayerExpansion::expand(const Frontier& frontier, std::size_t begin, std::size_t end, const Consumer& consume,
+                            const Lookahead& look_ahead) {
   const std::size_t threads = scratch_.size();
   const std::size_t n = end - begin;
   // The window's slots, kept from call to call with their buffers' capacity (a layer of several
@@ -144,6 +148,9 @@ void LayerExpansion::expand(const Frontier& frontier, std::size_t begin, std::si
     for (std::size_t m = 0; m < n && !stop.load(std::memory_order_acquire);) {
       if (ready[m % slots].load(std::memory_order_acquire)) {
         Links& links = produced[m % slots];
+        if (look_ahead && m + kLookAhead < n && ready[(m + kLookAhead) % slots].load(std::memory_order_acquire)) {
+          look_ahead(produced[(m + kLookAhead) % slots]);
+        }
         const bool go_on = consume(begin + m, links);
         links.clear();  // its capacity stays for the next parent in that slot
         ready[m % slots].store(false, std::memory_order_relaxed);

@@ -24,6 +24,9 @@ class LayerExpansion {
   // The parent's index in the frontier and its chains; false stops the expansion (the search
   // stopped: nothing after it counts).
   using Consumer = std::function<bool(std::size_t index, const Links& links)>;
+  // Shown the chains of a parent a little past the one about to be consumed, when they are
+  // ready already: to ask the cache for what consuming them will read while this one is.
+  using Lookahead = std::function<void(const Links& links)>;
 
   // A cursor of `model` per thread of `options`.
   LayerExpansion(const EngineOptions& options, const SearchModel& model);
@@ -35,7 +38,8 @@ class LayerExpansion {
   // past the flat state's capacity) is rethrown once all have stopped. A thread that cannot
   // start (the system's limit on threads or memory) is a std::runtime_error "cannot start
   // worker thread K of T: why", thrown once the threads started before it are joined.
-  void expand(const Frontier& frontier, std::size_t begin, std::size_t end, const Consumer& consume);
+  void expand(const Frontier& frontier, std::size_t begin, std::size_t end, const Consumer& consume,
+              const Lookahead& look_ahead = {});
 
  private:
   struct Scratch;

@@ -154,6 +154,7 @@ void RankSearch::expand_layer(int depth) {
 // One rank: the chains of each parent merged as they come, in key order (the one-process
 // search), and a budget stops at the very state that reaches it. An interrupt stops it before the next parent, so that a long layer stops promptly.
 void RankSearch::expand_alone(int depth) {
+  constexpr std::size_t kAhead = 16;  // the table's slots asked for ahead of their lookup
   const int length = depth + 1;
   if (interrupt_requested()) {
     stopped_ = StopReason::Interrupted;
@@ -164,9 +165,9 @@ void RankSearch::expand_alone(int depth) {
       stopped_ = StopReason::Interrupted;
       return false;
     }
-    constexpr std::size_t kAhead = 16;  // the table's slots asked for ahead of their lookup
     const std::size_t n = links.links.size();
-    for (std::size_t i = 0; i < std::min(kAhead, n); ++i) state_.seen.prefetch(links.links[i].fingerprint);
+    // Asked for already if this parent was looked ahead to (below); then this costs little.
+    for (std::size_t j = 0; j < std::min(kAhead, n); ++j) state_.seen.prefetch(links.links[j].fingerprint);
     std::size_t i = 0;
     const FrontierEntry parent = state_.frontier[index];
     for_each_record(parent.key, parent.path, key_depth(depth), links, options_.coverage, [&](const SuccessorRecord& record) {
@@ -175,6 +176,11 @@ void RankSearch::expand_alone(int depth) {
       if (stopped_ == StopReason::None) merge_alone(record, length);
     });
     return stopped_ == StopReason::None;
+  }, [&](const Links& next) {
+    // A parent's first successors are asked for while the parent before it is consumed, its
+    // later ones kAhead successors ahead (a parent has one or two successors on average: asked
+    // for at its own start, they would come too late).
+    for (std::size_t j = 0; j < std::min(kAhead, next.links.size()); ++j) state_.seen.prefetch(next.links[j].fingerprint);
   });
 }
 
