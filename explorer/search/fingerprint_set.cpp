@@ -44,13 +44,15 @@ std::size_t bytes_of(std::size_t homes) {
 
 Wide ones(int bits) { return bits >= 128 ? ~Wide{0} : (Wide{1} << bits) - 1; }
 std::uint64_t bits_below(std::size_t i) { return i >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << i) - 1; }
-// Without -mpopcnt, __builtin_popcountll is a call into libgcc; this is a dozen instructions inline.
-unsigned popcount(std::uint64_t word) {
+constexpr std::uint64_t kOnes = 0x0101010101010101ull;  // one in each byte
+// Each byte of `word` replaced by its set bits.
+std::uint64_t byte_counts(std::uint64_t word) {
   word = word - ((word >> 1) & 0x5555555555555555ull);
   word = (word & 0x3333333333333333ull) + ((word >> 2) & 0x3333333333333333ull);
-  word = (word + (word >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-  return static_cast<unsigned>((word * 0x0101010101010101ull) >> 56);
+  return (word + (word >> 4)) & 0x0F0F0F0F0F0F0F0Full;
 }
+// Without -mpopcnt, __builtin_popcountll is a call into libgcc; this is a dozen instructions inline.
+unsigned popcount(std::uint64_t word) { return static_cast<unsigned>((byte_counts(word) * kOnes) >> 56); }
 
 // The position of the k-th (from 0) set bit of one byte, for each byte and k.
 constexpr std::array<std::array<std::uint8_t, 8>, 256> kSelectInByte = [] {
@@ -68,11 +70,8 @@ constexpr std::array<std::array<std::uint8_t, 8>, 256> kSelectInByte = [] {
 // pdep, which some machines microcode): the bytes' running counts side by side, the byte where
 // they pass k, then the bit within it.
 unsigned select_in_word(std::uint64_t word, unsigned k) {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-  std::uint64_t counts = word - ((word >> 1) & 0x5555555555555555ull);
-  counts = (counts & 0x3333333333333333ull) + ((counts >> 2) & 0x3333333333333333ull);
-  counts = (counts + (counts >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-  const std::uint64_t running = counts * kOnes;  // byte i: the set bits of bytes 0..i (at most 64)
+  constexpr std::uint64_t kHigh = 0x8080808080808080ull;
+  const std::uint64_t running = byte_counts(word) * kOnes;  // byte i: the set bits of bytes 0..i (at most 64)
   // The bytes whose running count is at most k: k + 128 - count keeps its high bit.
   const unsigned byte = popcount((((k * kOnes) | kHigh) - running) & kHigh);
   const unsigned before = byte == 0 ? 0 : static_cast<unsigned>(running >> (8 * (byte - 1))) & 0xFFu;

@@ -121,7 +121,6 @@ class FingerprintSet {
   }
   std::uint64_t occupieds(std::size_t block) const { return metadata_word(block, 0); }
   std::uint64_t run_ends(std::size_t block) const { return metadata_word(block, 1); }
-  bool occupied(std::size_t h) const { return (occupieds(h / kBlockSlots) >> (h % kBlockSlots)) & 1u; }
   bool run_end(std::size_t i) const { return (run_ends(i / kBlockSlots) >> (i % kBlockSlots)) & 1u; }
   void set_bit(int which, std::size_t i, bool value);
   std::uint32_t offset(std::size_t block) const { return bytes_[block * kMetadataBytes + kOffsetAt]; }
