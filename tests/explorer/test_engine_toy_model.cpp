@@ -13,10 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "explorer/search/engine.hpp"
+#include "explorer/search/frontier.hpp"
+#include "explorer/search/layer_expansion.hpp"
 #include "explorer/search/search.hpp"
 #include "explorer/search/search_model.hpp"
 #include "explorer/search/snapshot.hpp"
@@ -383,6 +386,49 @@ TEST(EngineOnAToyModel, ReachesAFixpointDeeperThanAKeyOrASlotHolds) {
   ASSERT_EQ(r.counterexamples.size(), 2u);
   EXPECT_EQ(codes_of(r.counterexamples[0].program), (std::vector<StatementCode>{kPlusOne, kPlusTwo, kPlusTwo}));
   expect_the_same_on_threads_and_ranks(options, model, summary(r));
+}
+
+// The look-ahead (layer_expansion.hpp) only prefetches, so no result shows whether it runs:
+// here it is watched. Each parent x = 0 .. 39 of a frontier has the successors x + 1 and x + 2;
+// before the consumer takes a parent it must be shown the chains of the next one, whenever a
+// worker has made them (on one thread, all but the parents that start a worker's run of 16,
+// which are not expanded yet), and those chains must be the ones consumed next.
+TEST(EngineOnAToyModel, TheConsumerIsShownTheNextParentsChainsBeforeItsOwn) {
+  constexpr std::size_t kParents = 40;
+  const WalkModel model;
+  fp8sm::explorer::Frontier frontier;
+  for (std::size_t x = 0; x < kParents; ++x) {
+    fp8sm::explorer::FrontierEntry entry;
+    entry.key = x;
+    for (std::size_t i = 0; i < x; ++i) entry.path.push(kPlusOne);
+    frontier.push_back(entry);
+  }
+  for (int threads : {1, 2}) {
+    EngineOptions options;
+    options.threads = threads;
+    fp8sm::explorer::LayerExpansion expansion(options, model);
+    std::vector<std::size_t> consumed;
+    std::vector<fp8sm::explorer::Fingerprint> consumed_first;  // each parent's first successor
+    std::vector<std::pair<std::size_t, fp8sm::explorer::Fingerprint>> shown;  // (before which consume, first successor)
+    expansion.expand(
+        frontier, 0, kParents,
+        [&](std::size_t index, const fp8sm::explorer::Links& links) {
+          consumed.push_back(index);
+          consumed_first.push_back(links.links.at(0).fingerprint);
+          return true;
+        },
+        [&](const fp8sm::explorer::Links& links) { shown.emplace_back(consumed.size(), links.links.at(0).fingerprint); });
+    ASSERT_EQ(consumed.size(), kParents) << threads << " threads";
+    for (std::size_t i = 0; i < kParents; ++i) EXPECT_EQ(consumed[i], i);
+    for (const auto& [before, first] : shown) {
+      ASSERT_LT(before + 1, kParents);
+      EXPECT_EQ(first, consumed_first[before + 1]) << "shown before parent " << before << ", " << threads << " threads";
+    }
+    if (threads == 1) {
+      EXPECT_EQ(shown.size(), kParents - 1 - (kParents - 1) / 16) << "every parent but a run's first";
+    }
+    EXPECT_GE(shown.size(), kParents / 2) << threads << " threads";
+  }
 }
 
 }  // namespace
