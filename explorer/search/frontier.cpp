@@ -1,5 +1,11 @@
 #include "explorer/search/frontier.hpp"
 
+#include <algorithm>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace fp8sm::explorer {
 
 static_assert(Frontier::kInlineCodes <= kMaxPathCodes);
@@ -57,6 +63,39 @@ void Frontier::truncate(std::size_t n) {
   long_bytes_ = long_kept;
   chunks_.resize((n + kChunk - 1) / kChunk);
   long_paths_.resize((long_kept + kLongPathChunkBytes - 1) / kLongPathChunkBytes);
+}
+
+void Frontier::release_before(std::size_t i) {
+  const std::size_t chunks = std::min(i / kChunk, chunks_.size());
+  if (chunks <= released_) return;
+  // Long paths are stored in entry order: the last one among the entries given back ends where
+  // the later entries' begin, and the chunks wholly before that end hold no later entry's path.
+  for (std::size_t e = chunks * kChunk; e-- > released_ * kChunk;) {
+    const Slot& s = slot(e);
+    if (s.codes[0] != kLongPath) continue;
+    std::uint64_t at;
+    std::memcpy(&at, s.codes + 8, sizeof at);
+    const std::size_t long_chunks = (at + s.codes[1]) / kLongPathChunkBytes;
+    for (; long_released_ < long_chunks; ++long_released_) {
+      long_paths_[long_released_].reset();
+      unreturned_ += kLongPathChunkBytes;
+    }
+    break;
+  }
+  for (; released_ < chunks; ++released_) {
+    chunks_[released_].reset();
+    unreturned_ += kSlotChunkBytes;
+  }
+  // The chunks are small enough to come from the heap, where a free block amid others stays
+  // the process's (glibc gives back only the heap's top by itself): returned explicitly, every
+  // few MiB, or the layer's end would still hold them.
+#if defined(__GLIBC__)
+  constexpr std::size_t kReturnEvery = std::size_t{16} << 20;
+  if (unreturned_ >= kReturnEvery) {
+    malloc_trim(0);
+    unreturned_ = 0;
+  }
+#endif
 }
 
 std::size_t Frontier::lower_bound(std::uint64_t key) const {

@@ -47,8 +47,17 @@ class Frontier {
     long_paths_.clear();
     size_ = 0;
     long_bytes_ = 0;
+    released_ = 0;
+    long_released_ = 0;
   }
-  std::size_t bytes() const { return chunks_.size() * kSlotChunkBytes + long_paths_.size() * kLongPathChunkBytes; }
+  // Gives back the chunks that hold only entries before `i`: a layer's expansion reads its
+  // parents once, in index order, and the seen-set is largest at the layer's end, when the
+  // parents are all read (at depth 7, a sixteenth of the memory). The entries before `i` may no
+  // longer be read, nor the frontier truncated; it can still be cleared.
+  void release_before(std::size_t i);
+  std::size_t bytes() const {
+    return (chunks_.size() - released_) * kSlotChunkBytes + (long_paths_.size() - long_released_) * kLongPathChunkBytes;
+  }
   // The bytes storing one more entry with `path` adds: none, or a new chunk of slots, and of
   // long paths for a path past kInlineCodes.
   std::size_t growth_for(const SearchPath& path) const {
@@ -82,7 +91,10 @@ class Frontier {
   std::vector<std::unique_ptr<Slot[]>> chunks_;
   std::vector<std::unique_ptr<std::uint8_t[]>> long_paths_;
   std::size_t size_ = 0;
-  std::size_t long_bytes_ = 0;  // the end of the last long path's codes
+  std::size_t long_bytes_ = 0;      // the end of the last long path's codes
+  std::size_t released_ = 0;        // the first chunks of slots, given back (release_before)
+  std::size_t long_released_ = 0;   // the first chunks of long paths, given back
+  std::size_t unreturned_ = 0;      // bytes given back since the allocator last returned them to the system
 };
 
 }  // namespace fp8sm::explorer

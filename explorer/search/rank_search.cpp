@@ -170,6 +170,7 @@ void RankSearch::expand_alone(int depth) {
     for (std::size_t j = 0; j < std::min(kAhead, n); ++j) state_.seen.prefetch(links.links[j].fingerprint);
     std::size_t i = 0;
     const FrontierEntry parent = state_.frontier[index];
+    state_.frontier.release_before(index);  // read once, in index order: the parents before are done with
     for_each_record(parent.key, parent.path, key_depth(depth), links, options_.coverage, [&](const SuccessorRecord& record) {
       if (i + kAhead < n) state_.seen.prefetch(links.links[i + kAhead].fingerprint);
       ++i;

@@ -320,6 +320,48 @@ TEST(Frontier, KeepsLongPathsBesideTheSlots) {
   EXPECT_EQ(frontier[3].path, path_of(3));
 }
 
+// A layer's expansion gives back the chunks of the parents it has read: those holding only
+// entries before the one named, slots and long paths both (a chunk of long paths holds
+// floor(chunk / 40) paths of 40 codes, below); the later entries read back as they were.
+TEST(Frontier, GivesBackTheChunksOfTheEntriesBeforeOne) {
+  constexpr int kCodes = 40;
+  constexpr std::size_t kPerChunk = Frontier::kLongPathChunkBytes / kCodes;
+  auto path_of = [](std::size_t i) {
+    SearchPath path;
+    for (int c = 0; c < kCodes; ++c) path.push(static_cast<std::uint8_t>((i * 5 + static_cast<std::size_t>(c)) % 13));
+    return path;
+  };
+  Frontier frontier;
+  const std::size_t n = 5 * Frontier::kChunk + 3;  // six chunks of slots
+  for (std::size_t i = 0; i < n; ++i) frontier.push_back(FrontierEntry{i, path_of(i)});
+  const std::size_t long_chunks = (n + kPerChunk - 1) / kPerChunk;
+  ASSERT_EQ(frontier.bytes(), 6 * Frontier::kSlotChunkBytes + long_chunks * Frontier::kLongPathChunkBytes);
+
+  const std::size_t first_kept = 2 * Frontier::kChunk + 5;
+  frontier.release_before(first_kept);
+  // Slot chunks 0 and 1; the long paths' chunks before the one where entry 2 * kChunk - 1's ends.
+  const std::size_t long_given_back = (2 * Frontier::kChunk - 1) / kPerChunk;
+  EXPECT_EQ(frontier.bytes(), 4 * Frontier::kSlotChunkBytes + (long_chunks - long_given_back) * Frontier::kLongPathChunkBytes);
+  for (std::size_t i = 2 * Frontier::kChunk; i < n; ++i) {
+    ASSERT_EQ(frontier[i].path, path_of(i)) << i;
+    ASSERT_EQ(frontier.key(i), i);
+  }
+  EXPECT_EQ(frontier.size(), n);
+
+  const std::size_t bytes = frontier.bytes();
+  frontier.release_before(first_kept - 1);  // nothing more: the same chunks
+  EXPECT_EQ(frontier.bytes(), bytes);
+  frontier.release_before(n);  // the last chunk holds entries up to n - 1: kept
+  EXPECT_EQ(frontier.bytes(), Frontier::kSlotChunkBytes +
+                                  (long_chunks - (5 * Frontier::kChunk - 1) / kPerChunk) * Frontier::kLongPathChunkBytes);
+  for (std::size_t i = 5 * Frontier::kChunk; i < n; ++i) ASSERT_EQ(frontier[i].path, path_of(i)) << i;
+
+  frontier.clear();
+  EXPECT_EQ(frontier.bytes(), 0u);
+  frontier.push_back(FrontierEntry{7, path_of(7)});
+  EXPECT_EQ(frontier[0].path, path_of(7));
+}
+
 // A long path costs its own codes, not a whole path's 96 bytes: a chunk of long paths holds
 // floor(chunk / 40) paths of 40 codes (none crosses into the next chunk), and they read back.
 TEST(Frontier, StoresALongPathInItsOwnLength) {
