@@ -51,9 +51,9 @@ class Frontier {
     long_released_ = 0;
   }
   // Gives back the chunks that hold only entries before `i`: a layer's expansion reads its
-  // parents once, in index order, and the seen-set is largest at the layer's end, when the
-  // parents are all read (at depth 7, a sixteenth of the memory). The entries before `i` may no
-  // longer be read, nor the frontier truncated; it can still be cleared.
+  // parents once, in index order, and a search to the fixpoint builds the next layer as it
+  // reads them, so it held both layers' paths at each layer's end. The entries before `i` may
+  // no longer be read, nor the frontier truncated; it can still be cleared.
   void release_before(std::size_t i);
   std::size_t bytes() const {
     return (chunks_.size() - released_) * kSlotChunkBytes + (long_paths_.size() - long_released_) * kLongPathChunkBytes;
