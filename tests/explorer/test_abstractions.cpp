@@ -72,6 +72,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> compare_at_depth_6(Semantic
   std::vector<std::pair<std::uint64_t, std::uint64_t>> stored;
   const SearchResult abstracted = search(at_depth(semantics, 6, checks));
   for (Switch off : turned_off) {
+    SCOPED_TRACE("the abstraction turned off: number " + std::to_string(stored.size() + 1) + " of the test's list");
     SearchOptions options = at_depth(semantics, 6, checks);
     options.abstractions.*off = false;
     const SearchResult exact = search(options);
