@@ -50,19 +50,22 @@ void Frontier::truncate(std::size_t n) {
   if (n >= size_) return;
   // The long paths of the entries kept come first (they were stored in entry order): they end
   // where the last kept entry's long path ends.
-  std::size_t long_kept = 0;
-  for (std::size_t i = n; i-- > 0;) {
-    const Slot& s = slot(i);
-    if (s.codes[0] != kLongPath) continue;
-    std::uint64_t at;
-    std::memcpy(&at, s.codes + 8, sizeof at);
-    long_kept = at + s.codes[1];
-    break;
-  }
+  const std::size_t long_kept = long_paths_end(0, n);
   size_ = n;
   long_bytes_ = long_kept;
   chunks_.resize((n + kChunk - 1) / kChunk);
   long_paths_.resize((long_kept + kLongPathChunkBytes - 1) / kLongPathChunkBytes);
+}
+
+std::size_t Frontier::long_paths_end(std::size_t begin, std::size_t end) const {
+  for (std::size_t i = end; i-- > begin;) {
+    const Slot& s = slot(i);
+    if (s.codes[0] != kLongPath) continue;
+    std::uint64_t at;
+    std::memcpy(&at, s.codes + 8, sizeof at);
+    return at + s.codes[1];
+  }
+  return 0;
 }
 
 void Frontier::release_before(std::size_t i) {
@@ -70,17 +73,10 @@ void Frontier::release_before(std::size_t i) {
   if (chunks <= released_) return;
   // Long paths are stored in entry order: the last one among the entries given back ends where
   // the later entries' begin, and the chunks wholly before that end hold no later entry's path.
-  for (std::size_t e = chunks * kChunk; e-- > released_ * kChunk;) {
-    const Slot& s = slot(e);
-    if (s.codes[0] != kLongPath) continue;
-    std::uint64_t at;
-    std::memcpy(&at, s.codes + 8, sizeof at);
-    const std::size_t long_chunks = (at + s.codes[1]) / kLongPathChunkBytes;
-    for (; long_released_ < long_chunks; ++long_released_) {
-      long_paths_[long_released_].reset();
-      unreturned_ += kLongPathChunkBytes;
-    }
-    break;
+  const std::size_t long_chunks = long_paths_end(released_ * kChunk, chunks * kChunk) / kLongPathChunkBytes;
+  for (; long_released_ < long_chunks; ++long_released_) {
+    long_paths_[long_released_].reset();
+    unreturned_ += kLongPathChunkBytes;
   }
   for (; released_ < chunks; ++released_) {
     chunks_[released_].reset();

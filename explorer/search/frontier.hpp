@@ -88,6 +88,9 @@ class Frontier {
     return room < static_cast<std::size_t>(codes) ? long_bytes_ + room : long_bytes_;
   }
 
+  // Where the long path of the last entry in [begin, end) that has one ends; 0 if none has.
+  std::size_t long_paths_end(std::size_t begin, std::size_t end) const;
+
   std::vector<std::unique_ptr<Slot[]>> chunks_;
   std::vector<std::unique_ptr<std::uint8_t[]>> long_paths_;
   std::size_t size_ = 0;
