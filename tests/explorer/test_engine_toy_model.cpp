@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "explorer/search/engine.hpp"
