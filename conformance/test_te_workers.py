@@ -8,6 +8,7 @@ Run by `scripts/te-conformance.sh --self-test` (TE_SOURCE: the TE tree, EXPLORER
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import sys
@@ -69,6 +70,15 @@ def where_and_what(te, text):
     return {"pid": os.getpid(), "text": text}
 
 
+def leak_and_count_tracked(te, text):
+    """The objects the collector walks as the program starts, and those of the program's that
+    outlive a collection."""
+    before = len(gc.get_objects())
+    te_harness.run_program(te, text)
+    gc.collect()
+    return {"walked_at_start": before, "outliving": len(gc.get_objects()) - before}
+
+
 def hang(te, text):
     time.sleep(3600)
 
@@ -100,6 +110,19 @@ class ResultsAsInAFreshProcess(unittest.TestCase):
             results = pool.map(texts, function=where_and_what)
         self.assertEqual([r["text"] for r in results], texts)
         self.assertLessEqual(len({r["pid"] for r in results}), 2)
+
+    def test_what_a_program_leaks_is_not_walked_again(self):
+        # A reentrant checkpoint in a graph saved and not freed: its run outlives collections
+        # (a cycle through torch's autograd nodes). The worker freezes it after the program, so
+        # the collections of the next programs do not walk it again and again. (The first
+        # program also leaves the worker's own bookkeeping, the reset's lists, which the
+        # second program's collection sees: the programs after those two are compared.)
+        te = loaded_te()
+        with te_workers.Workers(te, jobs=1) as pool:
+            results = pool.map(["checkpoint reentrant { linear L0 }; save A\n"] * 8, function=leak_and_count_tracked)
+        leaked = [r["outliving"] for r in results[2:]]
+        self.assertGreater(min(leaked), 50, results)
+        self.assertLess(results[-1]["walked_at_start"], min(leaked), results)
 
     def test_the_reset_undoes_what_a_program_changed(self):
         te = loaded_te()
