@@ -5,6 +5,7 @@
 # builds against the install would need the sanitizers' flags too) and the multi-process
 # search's report comparisons through mpirun (label "mpi-report": a dozen depth-5 searches;
 # the in-process ranks of tests/explorer/test_distributed_search.cpp make the same comparisons here).
+# The deliberately broken table's test is not built there (tests/explorer/CMakeLists.txt).
 # Needs scripts/setup.sh's packages (clang-14 among them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
