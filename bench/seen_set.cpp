@@ -1,6 +1,7 @@
 // The seen-set at scale (explorer/search/fingerprint_set.hpp): inserts N distinct random
 // fingerprints, as a search's new states, then looks each up again, and prints its bytes a
-// state, the slot's width, the rates and the collision probability of N states' 80 bits. Then,
+// state, the slot's width, the rates and the collision probability of N states' 80 bits, and how
+// many times it grew (`/usr/bin/time -f %M` gives the peak, at the last growth). Then,
 // without allocating, the bytes a state of a table 90 % full at 10^8, 10^9 and 10^10 states.
 //
 //   build/bench/seen_set --states 100000000
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
              "collision probability {:.1e}\n",
              states, set.home_slots(), 100.0 * n / static_cast<double>(set.home_slots()), static_cast<double>(set.bytes()) / n,
              n / insert_seconds / 1e6, n / lookup_seconds / 1e6, FingerprintSet::collision_probability(n));
+  fmt::print("{} growths, {} of them where the table lies\n", set.growths(), set.growths_in_place());
   fmt::print("a table 90 % full, {} bits kept a state:\n", FingerprintSet::kEffectiveBits);
   const FingerprintSet empty(16);  // bytes_for(n) is what a table of n takes, or this one's bytes if more
   for (const double at : {1e6, 1e8, 1e9, 1e10}) {

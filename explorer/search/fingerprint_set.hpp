@@ -25,7 +25,10 @@
 //
 // Nothing wraps around: the table keeps some spare slots past the last home. It grows by a
 // fifth when it is 90 % full, when an insertion would shift a run past the last slot, or when
-// a block's offset would not fit its byte.
+// a block's offset would not fit its byte. It grows where it lies (TableBytes): its block is
+// enlarged, the old remainders moved to its end, and the new table written from the front,
+// run by run, behind where the old one is read (regrow_in_place). So growing holds the new
+// table and the old metadata (a twenty-fifth of the old table), not both tables.
 //
 // The slot narrows as the table grows (L = 64 - log2 N, rounded up): 8.6 bytes a state at 10^6
 // states 90 % full, 7.8 at 10^8, 7.2 at 10^9, 6.8 at 10^10 (docs/performance.md).
@@ -39,6 +42,7 @@
 #include <vector>
 
 #include "explorer/model/fingerprint.hpp"
+#include "explorer/search/table_bytes.hpp"
 
 namespace fp8sm::explorer {
 
@@ -64,6 +68,9 @@ class FingerprintSet {
   // True if `fingerprint` was not in the set (it is now).
   bool insert(const Fingerprint& fingerprint);
   bool contains(const Fingerprint& fingerprint) const;
+  // Every fingerprint kept (its 80 bits: the low word's others zero), in the table's order,
+  // which is the order a growth inserts them into the grown table in.
+  std::vector<Fingerprint> fingerprints() const;
   // Asks the cache for the metadata and the slots where `fingerprint` would go, ahead of its
   // insert.
   void prefetch(const Fingerprint& fingerprint) const {
@@ -81,8 +88,15 @@ class FingerprintSet {
 
   std::size_t size() const { return size_; }
   std::size_t bytes() const { return bytes_.size(); }
+  // How many times the table grew, and how many of those where it lies (the others copied it
+  // into a new block: the grown table would not have held its fingerprints as they lay).
+  std::size_t growths() const { return growths_; }
+  std::size_t growths_in_place() const { return growths_in_place_; }
   // The bytes the table will hold after the insertion that makes it grow next.
   std::size_t bytes_after_growth() const;
+  // The most the table holds while that growth is under way: the grown table, and a copy of
+  // the old one's metadata.
+  std::size_t bytes_while_growing() const;
   // Whether the next insertion of a new fingerprint makes the table grow (at 90 %; an
   // insertion that would shift a run too far grows it earlier).
   bool full() const { return size_ + 1 > limit_; }
@@ -91,8 +105,9 @@ class FingerprintSet {
   // the same fingerprints in the same places. assign throws std::invalid_argument for bytes
   // that no table of `home_slots` homes could hold.
   std::size_t home_slots() const { return homes_; }
-  const std::vector<std::uint8_t>& table_bytes() const { return bytes_; }
-  void assign(std::size_t home_slots, std::vector<std::uint8_t> bytes);
+  const TableBytes& table_bytes() const { return bytes_; }
+  void assign(std::size_t home_slots, TableBytes bytes);
+  void assign(std::size_t home_slots, const std::vector<std::uint8_t>& bytes) { assign(home_slots, TableBytes(bytes)); }
 
  private:
   // A remainder: the high word's low L bits, then the low word's kLowBits.
@@ -143,6 +158,12 @@ class FingerprintSet {
   // By a fifth; throws std::length_error if `count` fingerprints filled so many homes so early.
   void grow(std::size_t count);
   void rehash(std::size_t homes, std::size_t count);
+  // The same table of `homes` homes as rehash makes, built in this table's own block. False,
+  // changing nothing, where it cannot be: the new table's metadata would reach the old
+  // remainders, or it would not hold these fingerprints as they lie (rehash then copies them
+  // into a table that grows further). If memory runs out once the old table is taken apart (only
+  // for runs far longer than a hash makes), the table is left empty and the exception goes on.
+  bool regrow_in_place(std::size_t homes);
   // Calls visit(fingerprint) for every fingerprint in the table (its 80 bits), in slot order.
   template <class Visit>
   void for_each(Visit&& visit) const;
@@ -161,9 +182,11 @@ class FingerprintSet {
   Key high_mask_ = 0;      // L ones
   Key slot_mask_ = 0;      // width_ ones
   std::size_t remainders_at_ = 0;  // where the slots' remainders start
-  std::vector<std::uint8_t> bytes_;
+  TableBytes bytes_;
   std::size_t size_ = 0;
   std::size_t limit_ = 0;  // grow past this many
+  std::size_t growths_ = 0;
+  std::size_t growths_in_place_ = 0;
 };
 
 }  // namespace fp8sm::explorer

@@ -275,7 +275,7 @@ void RankSearch::record_violations(spec::InvariantSet violations, const Fingerpr
 // the memory budget. A layer adds more states per parent than the one before (longer
 // programs have more ways to differ), so the last layer's rate is carried forward with its
 // growth (at most 1.5x), and a twentieth more. Underestimating costs a rehash of the whole
-// table late in the layer, with old and new tables held at once (the peak of a deep search).
+// table late in the layer (in place, but a pass over every state stored).
 void RankSearch::reserve_for_next_layer() {
   const std::size_t stored = state_.seen.size();
   const std::size_t parents = state_.frontier.size();
@@ -297,10 +297,11 @@ void RankSearch::reserve_for_next_layer() {
 }
 
 // Whether storing one more state of layer `length` would take this rank's tables (while the
-// seen-set grows, old and new copy together) and frontiers past its share of --max-memory.
+// seen-set grows: the grown table and the old one's metadata) and frontiers past its share of
+// --max-memory.
 bool RankSearch::over_memory_budget(const SuccessorRecord& record, int length) const {
   std::size_t needed = stored_bytes();
-  if (state_.seen.full()) needed += state_.seen.bytes_after_growth();
+  if (state_.seen.full()) needed += state_.seen.bytes_while_growing() - state_.seen.bytes();
   if (length < options_.depth) needed += next_.growth_for(record.path);
   return needed > memory_share_;
 }

@@ -37,7 +37,7 @@ std::uint64_t get_count(SnapshotReader& in, std::size_t unit) {
 
 void get_set(SnapshotReader& in, FingerprintSet& set) {
   const auto homes = in.get<std::uint64_t>();
-  std::vector<std::uint8_t> bytes(get_count(in, 1));
+  TableBytes bytes(get_count(in, 1));
   in.read(bytes.data(), bytes.size());
   try {
     set.assign(homes, std::move(bytes));

@@ -42,6 +42,57 @@ TEST(FingerprintSet, AgreesWithAStandardSetThroughManyGrowths) {
   for (std::uint64_t v = 200000; v < 210000; ++v) ASSERT_FALSE(set.contains(fingerprint_of(v)));
 }
 
+// What a table grown where it lies must be: what inserting the old table's fingerprints, in the
+// old table's order, into an empty table of the new size leaves (what growing by a copy did),
+// byte for byte. Inserts `fingerprints` and compares at each insertion that grew the table once;
+// returns how many were compared. (One that makes it grow twice, when the new fingerprint did
+// not fit the first growth, leaves within a run the order of the middle table's homes.)
+std::size_t insert_comparing_growths_with_copies(FingerprintSet& set, const std::vector<Fingerprint>& fingerprints) {
+  std::size_t compared = 0;
+  for (const Fingerprint& f : fingerprints) {
+    // The table grows when it is full, or earlier when the fingerprint's run would not fit
+    // (crowded homes): a small table's fingerprints are kept before each insertion.
+    const bool kept = !set.contains(f) && (set.full() || set.size() < 4000);
+    const std::vector<Fingerprint> before = kept ? set.fingerprints() : std::vector<Fingerprint>{};
+    const std::size_t growths = set.growths();
+    set.insert(f);
+    if (set.growths() == growths) continue;
+    EXPECT_TRUE(kept) << "a table of " << set.size() << " grew before it was full";
+    if (set.growths() != growths + 1) continue;
+    FingerprintSet copy(set.home_slots());
+    for (const Fingerprint& g : before) EXPECT_TRUE(copy.insert(g));
+    EXPECT_TRUE(copy.insert(f));
+    EXPECT_EQ(copy.growths(), 0u);
+    EXPECT_TRUE(copy.table_bytes() == set.table_bytes()) << "growth " << growths;
+    ++compared;
+  }
+  return compared;
+}
+
+// A table grows where it lies, writing the new table behind where it reads the old one. Its
+// bytes are a copy's: so nothing was overwritten before it was read, no run and no offset is out
+// of place, and every unused bit is zero (the bytes a snapshot keeps). From 16 homes, where a
+// slot is wider than a word (60 + 16 bits), through growths by a fifth, to a reserve that makes
+// the table 50 times larger at once.
+TEST(FingerprintSet, GrowingWhereItLiesLeavesTheBytesOfACopy) {
+  for (const std::size_t distinct : {100u, 5000u, 100000u}) {
+    FingerprintSet set(16);
+    std::mt19937_64 random(distinct);
+    std::vector<Fingerprint> fingerprints;
+    for (std::size_t i = 0; i < 2 * distinct; ++i) fingerprints.push_back(fingerprint_of(random() % distinct));
+    ASSERT_GT(insert_comparing_growths_with_copies(set, fingerprints), 3u) << distinct;
+    EXPECT_EQ(set.growths_in_place(), set.growths()) << "hashed fingerprints always fit the grown table";
+    const std::vector<Fingerprint> before = set.fingerprints();
+    set.reserve(50 * distinct);
+    EXPECT_EQ(set.growths_in_place(), set.growths());
+    FingerprintSet copy(set.home_slots());
+    for (const Fingerprint& f : before) copy.insert(f);
+    EXPECT_TRUE(copy.table_bytes() == set.table_bytes()) << distinct << ", reserved";
+    EXPECT_EQ(set.size(), before.size());
+    for (const Fingerprint& f : before) ASSERT_TRUE(set.contains(f));
+  }
+}
+
 // Two fingerprints that differ in any one of the 80 kept bits are two states, including the
 // high word's top bits, which only the slot's index keeps; bits past those 80 are not read.
 // (A base's variants in its low high bits share its home: few bases, or they crowd the table.)
@@ -87,13 +138,36 @@ TEST(FingerprintSet, CrowdedHomesMakeItGrowAndLoseNothing) {
   FingerprintSet set(16);
   std::vector<Fingerprint> crowded;
   for (std::uint64_t i = 0; i < 3000; ++i) crowded.push_back({i << 48, i});  // 1/20 of the high words
-  for (const Fingerprint& f : crowded) ASSERT_TRUE(set.insert(f));
+  // Their runs lie far past their homes, so each growth where the table lies is tried without
+  // writing first (and it fits).
+  EXPECT_GT(insert_comparing_growths_with_copies(set, crowded), 3u);
+  EXPECT_EQ(set.growths_in_place(), set.growths());
   for (const Fingerprint& f : crowded) ASSERT_TRUE(set.contains(f));
   EXPECT_EQ(set.size(), crowded.size());
   // Crowded past what growing can help: one home, whatever the table's size.
   FingerprintSet one_home(16);
   EXPECT_THROW(
       for (std::uint64_t i = 0; i < 1000; ++i) one_home.insert({0, i}), std::length_error);
+}
+
+// A table a fifth larger may hold what it held less well: 318 fingerprints in homes 1 and 2 of
+// 1 000 make one cluster from slot 1, and the first block's neighbour an offset of 255; in
+// 1 200 homes they fall in homes 2 to 3 and that offset would be 256. Growing where it lies
+// refuses (its dry run), the table is copied into one that grows again as it fills, and
+// nothing is lost.
+TEST(FingerprintSet, WhatTheGrownTableCannotHoldAsItLiesIsCopied) {
+  FingerprintSet set(1000);
+  const double home_width = 18446744073709551616.0 / 1000;
+  std::vector<Fingerprint> clustered;
+  for (std::uint64_t i = 0; i < 319; ++i) {
+    clustered.push_back({static_cast<std::uint64_t>(home_width * (1.67 + 1.23 * static_cast<double>(i) / 319)), i});
+  }
+  for (std::size_t i = 0; i + 1 < clustered.size(); ++i) ASSERT_TRUE(set.insert(clustered[i]));
+  ASSERT_EQ(set.growths(), 0u) << "318 fit 1 000 homes";
+  ASSERT_TRUE(set.insert(clustered.back()));
+  EXPECT_GT(set.growths(), set.growths_in_place());
+  EXPECT_EQ(set.size(), clustered.size());
+  for (const Fingerprint& f : clustered) ASSERT_TRUE(set.contains(f));
 }
 
 // The table's bytes a state, 90 % full: what a slot stores (80 bits less the log2 of the homes
@@ -147,7 +221,7 @@ TEST(FingerprintSet, PutBackFromItsBytesItIsTheSameSet) {
   EXPECT_EQ(copy.table_bytes(), original.table_bytes());
   // Bytes no table would hold: the wrong size, too few homes, a slot before its home's place.
   const std::size_t homes = original.home_slots();
-  std::vector<std::uint8_t> bytes = original.table_bytes();
+  std::vector<std::uint8_t> bytes = original.table_bytes().to_vector();
   EXPECT_THROW(copy.assign(homes, std::vector<std::uint8_t>(bytes.size() - 1)), std::invalid_argument);
   EXPECT_THROW(copy.assign(8, bytes), std::invalid_argument);
   std::vector<std::uint8_t> full(bytes.size(), 0xFF);
@@ -163,7 +237,7 @@ TEST(FingerprintSet, ABitFlippedIsRefusedOrChangesOneFingerprint) {
   std::vector<Fingerprint> values;
   for (std::uint64_t v = 0; v < 3000; ++v) values.push_back(fingerprint_of(v));
   for (const Fingerprint& f : values) original.insert(f);
-  const std::vector<std::uint8_t>& bytes = original.table_bytes();
+  const std::vector<std::uint8_t> bytes = original.table_bytes().to_vector();
   std::mt19937_64 random(11);
   int refused = 0, accepted = 0;
   for (int trial = 0; trial < 3000; ++trial) {
