@@ -178,13 +178,14 @@ class RankSearch {
   // the memory budget. A layer adds more states per parent than the one before (longer
   // programs have more ways to differ), so the last layer's rate is carried forward with its
   // growth (at most 1.5x), and a twentieth more. Underestimating costs a rehash of the whole
-  // table late in the layer, with old and new tables held at once (the peak of a deep search).
+  // table late in the layer (in place, but a pass over every state stored).
   void reserve_for_next_layer();
 
   std::size_t stored_bytes() const { return state_.stored_bytes() + next_.bytes(); }
 
   // Whether storing `record`'s state, of layer `length`, would take this rank's tables (while
-  // the seen-set grows, old and new copy together) and frontiers past its share of --max-memory.
+  // the seen-set grows: the grown table and the old one's metadata) and frontiers past its
+  // share of --max-memory.
   bool over_memory_budget(const SuccessorRecord& record, int length) const;
 
   // ---- snapshots ------------------------------------------------------------------------------
