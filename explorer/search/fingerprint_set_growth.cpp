@@ -225,7 +225,8 @@ bool FingerprintSet::regrow_in_place(std::size_t homes) {
   SequentialBuild build(layout, block);
   bool built = false;
   try {
-    // The dry run placed the same fingerprints in the same order, so this cannot fail.
+    // The displacement bound, or else the dry run over the same fingerprints in the same order,
+    // said that they fit: this cannot fail.
     built = rebuild_runs(old, old_remainders_moved_to, layout, build, true, waiting) && build.finish();
   } catch (...) {
     // Out of memory with the old table taken apart: the table is lost, so it is left empty
@@ -236,7 +237,7 @@ bool FingerprintSet::regrow_in_place(std::size_t homes) {
     growths_in_place_ = in_place;
     throw;
   }
-  if (!built) throw std::logic_error("the seen-set's growth in place went wrong after its dry run succeeded");
+  if (!built) throw std::logic_error("the seen-set's growth in place found a fingerprint that did not fit");
   bytes_.resize_keeping(new_bytes);
   return true;
 }
