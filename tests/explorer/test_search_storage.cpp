@@ -151,10 +151,10 @@ TEST(FingerprintSet, CrowdedHomesMakeItGrowAndLoseNothing) {
 }
 
 // A table a fifth larger may hold what it held less well: 318 fingerprints in homes 1 and 2 of
-// 1 000 make one cluster from slot 1, and the first block's neighbour an offset of 255; in
-// 1 200 homes they fall in homes 2 to 3 and that offset would be 256. Growing where it lies
-// refuses (its dry run), the table is copied into one that grows again as it fills, and
-// nothing is lost.
+// 1 000 fill slots 1 to 318, so the runs before the second block (slots 64 on) reach 255 slots
+// into it, its offset's largest value; in 1 200 homes they fall in homes 2 and 3, and that
+// offset would be 256. Growing where it lies refuses (its dry run), the table is copied into
+// one that grows again as it fills, and nothing is lost.
 TEST(FingerprintSet, WhatTheGrownTableCannotHoldAsItLiesIsCopied) {
   FingerprintSet set(1000);
   const double home_width = 18446744073709551616.0 / 1000;
