@@ -280,14 +280,18 @@ bool FingerprintSet::contains(const Fingerprint& fingerprint) const {
   return probe(home(fingerprint.high), stored_key(fingerprint)).found;
 }
 
+TableView FingerprintSet::table_view() const {
+  return TableView{bytes_.data(), bytes_.data() + remainders_at_, homes_, blocks_, high_bits_, width_};
+}
+
 template <class Visit>
 bool FingerprintSet::for_each_run(Visit&& visit) const {
-  return visit_runs(TableView{bytes_.data(), bytes_.data() + remainders_at_, homes_, blocks_, high_bits_, width_}, visit);
+  return visit_runs(table_view(), visit);
 }
 
 template <class Visit>
 void FingerprintSet::for_each(Visit&& visit) const {
-  const TableView table{bytes_.data(), bytes_.data() + remainders_at_, homes_, blocks_, high_bits_, width_};
+  const TableView table = table_view();
   HomeStarts starts(homes_);
   visit_runs(table, [&](std::size_t h, std::size_t first, std::size_t last) {
     const std::uint64_t start = starts.start_of(h);
@@ -310,7 +314,6 @@ void FingerprintSet::rehash(std::size_t homes, std::size_t count) {
   growths_ = growths;
   growths_in_place_ = in_place;
 }
-
 
 std::size_t FingerprintSet::bytes_after_growth() const {
   return bytes_of(static_cast<std::size_t>(static_cast<double>(homes_) * kGrowth));

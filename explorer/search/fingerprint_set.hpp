@@ -46,6 +46,10 @@
 
 namespace fp8sm::explorer {
 
+namespace fingerprint_layout {
+struct TableView;  // fingerprint_layout.hpp
+}  // namespace fingerprint_layout
+
 class FingerprintSet {
  public:
   static constexpr int kLowBits = 16;                   // of the fingerprint's low word
@@ -164,6 +168,8 @@ class FingerprintSet {
   // into a table that grows further). If memory runs out once the old table is taken apart (only
   // for runs far longer than a hash makes), the table is left empty and the exception goes on.
   bool regrow_in_place(std::size_t homes);
+  // Where this table's metadata and remainders lie, for reading its runs.
+  fingerprint_layout::TableView table_view() const;
   // Calls visit(fingerprint) for every fingerprint in the table (its 80 bits), in slot order.
   template <class Visit>
   void for_each(Visit&& visit) const;

@@ -201,7 +201,7 @@ bool FingerprintSet::regrow_in_place(std::size_t homes) {
   const std::size_t old_remainder_bytes = old_bytes - remainders_at_;
   const std::size_t old_remainders_moved_to = block_bytes - old_remainder_bytes;
   if (homes <= homes_ || remainders_at_for(homes) > old_remainders_moved_to) return false;
-  TableView old{bytes_.data(), bytes_.data() + remainders_at_, homes_, blocks_, high_bits_, width_};
+  TableView old = table_view();
   const Layout layout(homes);
   // Whether the fingerprints fit the new table as they are (every run before the spare slots'
   // end, every block's offset within its byte): surely, when no fingerprint lies far from its
