@@ -16,7 +16,7 @@ namespace fp8sm::explorer::fingerprint_layout {
 
 __extension__ typedef unsigned __int128 Wide;  // g++ and clang
 
-constexpr double kMaxLoad = 0.9;
+constexpr double kMaxLoad = FingerprintSet::kUsualLoad;
 constexpr double kGrowth = 1.2;
 constexpr std::size_t kMinHomes = 16;
 // Slots past the last home, for the runs of the last homes (a run never wraps around).
@@ -25,7 +25,9 @@ constexpr std::size_t kPadding = sizeof(Wide);  // a remainder is read as the 16
 constexpr std::size_t kBlock = FingerprintSet::kBlockSlots;
 
 inline std::size_t limit_for(std::size_t homes) { return static_cast<std::size_t>(static_cast<double>(homes) * kMaxLoad); }
-inline std::size_t homes_for(std::size_t n) { return std::max(kMinHomes, static_cast<std::size_t>(static_cast<double>(n) / kMaxLoad) + 1); }
+inline std::size_t homes_for(std::size_t n, double load = kMaxLoad) {
+  return std::max(kMinHomes, static_cast<std::size_t>(static_cast<double>(n) / load) + 1);
+}
 inline std::size_t blocks_for(std::size_t homes) { return (homes + kSpareSlots + kBlock - 1) / kBlock; }
 
 // L: the bits of the high word a slot keeps, enough to tell apart the high words of one home

@@ -323,11 +323,15 @@ std::size_t FingerprintSet::bytes_while_growing() const {
   return std::max(bytes_after_growth() + remainders_at_, bytes_.size());
 }
 
-std::size_t FingerprintSet::bytes_for(std::size_t n) const { return std::max(bytes_of(homes_for(n)), bytes_.size()); }
+std::size_t FingerprintSet::bytes_for(std::size_t n, double load) const {
+  return std::max(bytes_of(homes_for(n, load)), bytes_.size());
+}
 
-void FingerprintSet::reserve(std::size_t n) {
-  const std::size_t homes = homes_for(n);
+void FingerprintSet::reserve(std::size_t n, double load) {
+  if (!(load > 0.0 && load <= kFullestLoad)) throw std::invalid_argument("a seen-set's load is in (0, 0.95]");
+  const std::size_t homes = homes_for(n, load);
   if (homes > homes_) rehash(homes, std::max(n, size_));
+  limit_ = std::max(limit_, n);  // past 90 % full where `load` says so
 }
 
 void FingerprintSet::assign(std::size_t home_slots, TableBytes bytes) {
@@ -355,8 +359,9 @@ void FingerprintSet::assign(std::size_t home_slots, TableBytes bytes) {
     return offsets_hold;
   });
   check_offsets_upto(table.slots_);
-  if (!runs_hold || !offsets_hold || size > table.limit_) refuse();
+  if (!runs_hold || !offsets_hold || static_cast<double>(size) > static_cast<double>(home_slots) * kFullestLoad) refuse();
   table.size_ = size;
+  table.limit_ = std::max(table.limit_, size);  // a table reserved past 90 % full holds as many
   *this = std::move(table);
 }
 

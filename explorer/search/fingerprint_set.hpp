@@ -24,8 +24,8 @@
 // ended before it. That is 2.125 bits a slot where a per-slot distance from the home took 7.
 //
 // Nothing wraps around: the table keeps some spare slots past the last home. It grows by a
-// fifth when it is 90 % full, when an insertion would shift a run past the last slot, or when
-// a block's offset would not fit its byte. It grows where it lies (TableBytes): its block is
+// fifth when it is 90 % full (or as full as reserve() was told, up to 95 %), when an insertion
+// would shift a run past the last slot, or when a block's offset would not fit its byte. It grows where it lies (TableBytes): its block is
 // enlarged, the old remainders moved to its end, and the new table written from the front,
 // run by run, behind where the old one is read (regrow_in_place). So growing holds the new
 // table and the old metadata (a twenty-fifth of the old table), not both tables.
@@ -84,11 +84,19 @@ class FingerprintSet {
     __builtin_prefetch(bytes_.data() + block * kMetadataBytes + kOffsetAt);
     __builtin_prefetch(bytes_.data() + remainders_at_ + (h * static_cast<std::size_t>(width_) >> 3));
   }
-  // Grows the table once so that `n` fingerprints fit without growing again (the search knows
-  // about how many states a layer adds: one growth instead of one per fifth).
-  void reserve(std::size_t n);
-  // The bytes the table would hold after reserve(n).
-  std::size_t bytes_for(std::size_t n) const;
+  // The table grows when it is kUsualLoad full. A table reserved for a known count may be
+  // filled up to kFullestLoad (a search's last layer, where memory peaks): past 90 % a run
+  // shifts about four times as far on insertion, so the time it costs stays near the end.
+  static constexpr double kUsualLoad = 0.9;
+  static constexpr double kFullestLoad = 0.95;
+  // Grows the table once so that `n` fingerprints fit without growing again, `load` full with
+  // them (the search knows about how many states a layer adds: one growth instead of one per
+  // fifth). Its next growth, if more come, is by a fifth as usual.
+  void reserve(std::size_t n, double load = kUsualLoad);
+  // The bytes the table would hold after reserve(n, load).
+  std::size_t bytes_for(std::size_t n, double load = kUsualLoad) const;
+  // How many fingerprints the table holds before it grows.
+  std::size_t capacity() const { return limit_; }
 
   std::size_t size() const { return size_; }
   std::size_t bytes() const { return bytes_.size(); }

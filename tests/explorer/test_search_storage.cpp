@@ -2,6 +2,7 @@
 // statement code, search paths, discovery keys and the chunked frontier.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <set>
 #include <unordered_set>
@@ -227,6 +228,52 @@ TEST(FingerprintSet, PutBackFromItsBytesItIsTheSameSet) {
   std::vector<std::uint8_t> full(bytes.size(), 0xFF);
   EXPECT_THROW(copy.assign(homes, full), std::invalid_argument);
   EXPECT_EQ(copy.table_bytes(), original.table_bytes()) << "a refused table changes nothing";
+}
+
+// A table reserved for a known count may be filled past the usual 90 %, up to 95 % (a search's
+// last layer): it holds that many without growing, in fewer bytes than a table reserved 90 %
+// full; a snapshot of it is put back; the next fingerprint past it grows it by a fifth as usual.
+TEST(FingerprintSet, AReservedLoadFillsItUpTo95PercentThenItGrowsByAFifth) {
+  constexpr std::size_t kStates = 100000;
+  FingerprintSet usual(16);
+  usual.reserve(kStates);
+  FingerprintSet set(16);
+  set.reserve(kStates, FingerprintSet::kFullestLoad);
+  EXPECT_LT(set.bytes(), usual.bytes());
+  EXPECT_EQ(set.bytes(), FingerprintSet(16).bytes_for(kStates, FingerprintSet::kFullestLoad));
+  ASSERT_GE(set.capacity(), kStates);
+  const double load = static_cast<double>(kStates) / static_cast<double>(set.home_slots());
+  EXPECT_GT(load, 0.94);
+  EXPECT_LE(load, FingerprintSet::kFullestLoad);
+  const std::size_t homes = set.home_slots(), growths = set.growths();
+  for (std::uint64_t v = 0; v < kStates; ++v) ASSERT_TRUE(set.insert(fingerprint_of(v))) << v;
+  EXPECT_EQ(set.growths(), growths) << "the runs of a table 95 % full fit its spare slots and offsets";
+  EXPECT_EQ(set.home_slots(), homes);
+
+  FingerprintSet copy;
+  copy.assign(set.home_slots(), set.table_bytes());
+  EXPECT_EQ(copy.size(), kStates);
+  EXPECT_EQ(copy.capacity(), set.capacity());
+
+  for (FingerprintSet* table : {&set, &copy}) {
+    for (std::uint64_t v = 0; v < kStates; ++v) ASSERT_FALSE(table->insert(fingerprint_of(v))) << v;
+    const std::size_t full = table->capacity();
+    for (std::uint64_t v = kStates; v <= full; ++v) ASSERT_TRUE(table->insert(fingerprint_of(v)));
+    EXPECT_EQ(table->home_slots(), static_cast<std::size_t>(static_cast<double>(homes) * 1.2));
+    EXPECT_EQ(table->capacity(), static_cast<std::size_t>(static_cast<double>(table->home_slots()) * 0.9));
+    for (std::uint64_t v = 0; v <= full; ++v) ASSERT_TRUE(table->contains(fingerprint_of(v))) << v;
+  }
+  EXPECT_EQ(copy.table_bytes(), set.table_bytes());
+}
+
+TEST(FingerprintSet, ALoadPast95PercentOrNoneIsRefused) {
+  FingerprintSet set(16);
+  for (double load : {0.0, -0.5, 0.951, 1.0, std::nan("")}) {
+    EXPECT_THROW(set.reserve(1000, load), std::invalid_argument) << load;
+  }
+  EXPECT_EQ(set.home_slots(), 16u) << "a refused reserve changes nothing";
+  EXPECT_NO_THROW(set.reserve(1000, 0.5));
+  EXPECT_GE(set.home_slots(), 2000u);
 }
 
 // Bytes that hold a table in part: any one bit of a table's bytes flipped is refused (the
