@@ -166,6 +166,7 @@ void RankSearch::expand_alone(int depth) {
       return false;
     }
     const std::size_t n = links.links.size();
+    if (grow_late_ && state_.seen.size() + n > state_.seen.capacity()) grow_for_rest_of_layer(index, n);
     // Asked for already if this parent was looked ahead to (below); then this costs little.
     for (std::size_t j = 0; j < std::min(kAhead, n); ++j) state_.seen.prefetch(links.links[j].fingerprint);
     std::size_t i = 0;
@@ -269,41 +270,6 @@ void RankSearch::record_violations(spec::InvariantSet violations, const Fingerpr
       state_.finds.offer_violation(i, Find{true, static_cast<std::uint8_t>(length), key, judged, path});
     }
   }
-}
-
-// Sizes the seen-set once for the states the next layer is expected to add, when that fits
-// the memory budget. A layer adds more states per parent than the one before (longer
-// programs have more ways to differ), so the last layer's rate is carried forward with its
-// growth (at most 1.5x), and a twentieth more. Underestimating costs a rehash of the whole
-// table late in the layer (in place, but a pass over every state stored).
-void RankSearch::reserve_for_next_layer() {
-  const std::size_t stored = state_.seen.size();
-  const std::size_t parents = state_.frontier.size();
-  if (state_.last_parents > 0) {
-    const double per_parent = static_cast<double>(stored - state_.stored_before_last) /
-                              static_cast<double>(state_.last_parents);
-    const double growth =
-        state_.per_parent_before > 0 ? std::clamp(per_parent / state_.per_parent_before, 1.0, 1.5) : 1.0;
-    const auto expected = static_cast<std::size_t>(static_cast<double>(stored) +
-                                                   1.05 * growth * per_parent * static_cast<double>(parents));
-    if (options_.max_memory == 0 ||
-        state_.seen.bytes_for(expected) + state_.stored_bytes() - state_.seen.bytes() <= memory_share_) {
-      state_.seen.reserve(expected);
-    }
-    state_.per_parent_before = per_parent;
-  }
-  state_.stored_before_last = stored;
-  state_.last_parents = parents;
-}
-
-// Whether storing one more state of layer `length` would take this rank's tables (while the
-// seen-set grows: the grown table and the old one's metadata) and frontiers past its share of
-// --max-memory.
-bool RankSearch::over_memory_budget(const SuccessorRecord& record, int length) const {
-  std::size_t needed = stored_bytes();
-  if (state_.seen.full()) needed += state_.seen.bytes_while_growing() - state_.seen.bytes();
-  if (length < options_.depth) needed += next_.growth_for(record.path);
-  return needed > memory_share_;
 }
 
 SearchResult RankSearch::finish(std::chrono::steady_clock::time_point start) {

@@ -5,8 +5,9 @@
 // A layer is expanded either alone (rank_search.cpp: each parent's chains merged as they come,
 // in key order) or in rounds with the other ranks (rank_rounds.cpp: successors sent to their
 // owners, merged there in key order); what a successor counts is the same code either way
-// (rank_search.cpp). Snapshots are written and read in rank_snapshots.cpp, and a layer's
-// programs gathered for --programs in rank_programs.cpp.
+// (rank_search.cpp). Snapshots are written and read in rank_snapshots.cpp, a layer's
+// programs gathered for --programs in rank_programs.cpp, and the seen-set sized for a layer in
+// rank_memory.cpp.
 #pragma once
 
 #include <atomic>
@@ -172,14 +173,21 @@ class RankSearch {
   void record_violations(spec::InvariantSet violations, const Fingerprint& fingerprint, int length, std::uint64_t key,
                          Judged judged, const SearchPath& path);
 
-  // ---- memory ---------------------------------------------------------------------------------
+  // ---- memory (rank_memory.cpp) ----------------------------------------------------------------
 
   // Sizes the seen-set once for the states the next layer is expected to add, when that fits
   // the memory budget. A layer adds more states per parent than the one before (longer
   // programs have more ways to differ), so the last layer's rate is carried forward with its
   // growth (at most 1.5x), and a twentieth more. Underestimating costs a rehash of the whole
-  // table late in the layer (in place, but a pass over every state stored).
+  // table late in the layer (in place, but a pass over every state stored). The last layer of a
+  // one-rank search to a depth is sized late (grow_late_): at its start only as far as leaves
+  // room for its parents.
   void reserve_for_next_layer();
+
+  // The last layer, sized late: parent `index`'s `successors` may not fit the table, so it is
+  // sized for the layer's states as the parents read so far project them, up to 95 % full (or
+  // left to grow by fifths, if that would not fit the memory budget).
+  void grow_for_rest_of_layer(std::size_t index, std::size_t successors);
 
   std::size_t stored_bytes() const { return state_.stored_bytes() + next_.bytes(); }
 
@@ -226,6 +234,11 @@ class RankSearch {
   std::vector<SuccessorRecord> records_;
   std::vector<std::uint8_t> is_new_;
   std::uint64_t memory_share_ = 0;
+  // The layer's seen-set is sized late (reserve_for_next_layer): the states expected at its
+  // start, and those stored then.
+  bool grow_late_ = false;
+  std::size_t layer_expected_ = 0;
+  std::size_t layer_start_stored_ = 0;
   std::uint64_t layer_new_ = 0;          // this rank's new states in the layer being built
   std::uint64_t layer_transitions_ = 0;  // and the transitions it counted
   std::uint64_t round_stored_global_ = 0;  // all ranks' states before the round being merged (--max-states)
