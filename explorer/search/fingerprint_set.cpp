@@ -327,6 +327,22 @@ std::size_t FingerprintSet::bytes_for(std::size_t n, double load) const {
   return std::max(bytes_of(homes_for(n, load)), bytes_.size());
 }
 
+std::size_t FingerprintSet::bytes_while_reserving(std::size_t n, double load) const {
+  const std::size_t homes = homes_for(n, load);
+  return homes > homes_ ? bytes_of(homes) + remainders_at_ : bytes_.size();
+}
+
+std::size_t FingerprintSet::most_within(std::size_t bytes, double load) const {
+  // bytes_while_reserving grows with n, and a state takes more than a byte: a bisection below
+  // `bytes` states.
+  std::size_t fits = size_, beyond = std::max(bytes, size_) + 1;
+  while (beyond - fits > 1) {
+    const std::size_t n = fits + (beyond - fits) / 2;
+    (bytes_while_reserving(n, load) <= bytes ? fits : beyond) = n;
+  }
+  return fits;
+}
+
 void FingerprintSet::reserve(std::size_t n, double load) {
   if (!(load > 0.0 && load <= kFullestLoad)) throw std::invalid_argument("a seen-set's load is in (0, 0.95]");
   const std::size_t homes = homes_for(n, load);

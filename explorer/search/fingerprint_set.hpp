@@ -97,6 +97,12 @@ class FingerprintSet {
   std::size_t bytes_for(std::size_t n, double load = kUsualLoad) const;
   // How many fingerprints the table holds before it grows.
   std::size_t capacity() const { return limit_; }
+  // The most the table holds while reserve(n, load) is under way: the reserved table and a copy
+  // of this one's metadata, or this table if it holds `n` as it is.
+  std::size_t bytes_while_reserving(std::size_t n, double load = kUsualLoad) const;
+  // The most fingerprints a table reserved `load` full holds, if reserving it may take no more
+  // than `bytes` (bytes_while_reserving): at least size().
+  std::size_t most_within(std::size_t bytes, double load = kUsualLoad) const;
 
   std::size_t size() const { return size_; }
   std::size_t bytes() const { return bytes_.size(); }

@@ -1,12 +1,18 @@
 // How a rank sizes its seen-set for a layer, and keeps within its share of --max-memory.
 //
-// A depth-bounded search's memory peaks in its last layer: the table holding every state, and
-// the layer's parents (24 bytes each, given back as they are read). Sized for the layer at its
-// start, the table would sit beside all the parents, and it would be sized on a guess (the
-// layers before carried forward) that may be a tenth too many. So a one-rank search sizes it
-// for the last layer late: at its start only as far as the guess less the parents' bytes,
-// and once full, for what the parents read so far project, 95 % full (nothing is added after
-// it). Several ranks size each layer at its start (their layers are merged in rounds).
+// The seen-set is sized once a layer, at the layer's start, for the states the layers before
+// say it will add, and a twentieth more: the table is then at most about 80 % full for most of
+// the layer, where probes are cheap, and it does not grow again in it.
+//
+// Under a memory budget that this table and the layer's parents (24 bytes each, given back as
+// they are read) would exceed together, a one-rank search's last layer, where a depth-bounded
+// search peaks, is sized late instead: at its start, the largest table that fits beside the
+// parents, filled to 95 %; then, with most parents read and given back, the table the parents
+// read so far project, 95 % full (nothing is added after this layer), or the largest that
+// fits. That trades time for memory: at depth 7 the growth is a pass over 350 million states,
+// and the fuller table is slower to probe (docs/performance.md). Several ranks, a search to the
+// fixpoint and the layers before the last grow by fifths under a budget: their rounds read the
+// whole frontier to the layer's end, or they build the next frontier as they read this one.
 #include <algorithm>
 
 #include "explorer/search/rank_search.hpp"
@@ -15,16 +21,24 @@ namespace fp8sm::explorer {
 
 namespace {
 
+// The guess at a layer's new states, when the table is sized for the whole layer: a twentieth
+// more, since growing again late in the layer would be a pass over every state stored.
+constexpr double kLayerMargin = 1.05;
 // The parents that must have been read before their rate of new states says more than the
 // layers before did.
 constexpr double kProjectFrom = 0.01;
-// The projection's allowance: states per parent vary along a layer.
+// The projection's allowance on the states still to come. Later parents find more of their
+// successors stored already, so at depth 6 and 7 the average rate was 8 to 25 % high for the
+// last parents; this covers a model whose rate does not fall.
 constexpr double kProjectionMargin = 1.02;
-// A table that must move for the rest of the layer grows at least this much, so that a short
-// projection costs few passes over it.
-constexpr double kLeastLateGrowth = 1.1;
 
 }  // namespace
+
+// This rank's share of the budget less what its frontiers and violation sets hold.
+std::size_t RankSearch::budget_for_seen_set() const {
+  const std::size_t others = stored_bytes() - state_.seen.bytes();
+  return memory_share_ > others ? memory_share_ - others : 0;
+}
 
 void RankSearch::reserve_for_next_layer() {
   const std::size_t stored = state_.seen.size();
@@ -36,22 +50,16 @@ void RankSearch::reserve_for_next_layer() {
     const double growth =
         state_.per_parent_before > 0 ? std::clamp(per_parent / state_.per_parent_before, 1.0, 1.5) : 1.0;
     const auto expected = static_cast<std::size_t>(static_cast<double>(stored) +
-                                                   1.05 * growth * per_parent * static_cast<double>(parents));
-    const std::size_t expected_bytes = state_.seen.bytes_for(expected);
-    if (options_.max_memory == 0 || expected_bytes + state_.stored_bytes() - state_.seen.bytes() <= memory_share_) {
-      const bool last_layer = alone() && !options_.until_fixpoint && state_.depth_done + 1 == options_.depth;
-      if (last_layer) {
-        // What the table may take now that the parents are all held: the table's bytes are
-        // about its states' (its slot narrows only at powers of two).
-        const double room = 1.0 - std::min(1.0, static_cast<double>(state_.frontier.bytes()) /
-                                                    static_cast<double>(expected_bytes));
-        state_.seen.reserve(std::max(stored, static_cast<std::size_t>(static_cast<double>(expected) * room)));
-        grow_late_ = true;
-        layer_expected_ = expected;
-        layer_start_stored_ = stored;
-      } else {
-        state_.seen.reserve(expected);
-      }
+                                                   kLayerMargin * growth * per_parent * static_cast<double>(parents));
+    const bool last_layer = alone() && !options_.until_fixpoint && state_.depth_done + 1 == options_.depth;
+    if (options_.max_memory == 0 || state_.seen.bytes_for(expected) <= budget_for_seen_set()) {
+      state_.seen.reserve(expected);
+    } else if (last_layer) {
+      const std::size_t fits = state_.seen.most_within(budget_for_seen_set(), FingerprintSet::kFullestLoad);
+      state_.seen.reserve(std::min(fits, expected), FingerprintSet::kFullestLoad);
+      grow_late_ = true;
+      layer_expected_ = expected;
+      layer_start_stored_ = stored;
     }
     state_.per_parent_before = per_parent;
   }
@@ -68,16 +76,12 @@ void RankSearch::grow_for_rest_of_layer(std::size_t index, std::size_t successor
     projected = stored + static_cast<std::size_t>(kProjectionMargin * per_parent * static_cast<double>(parents - index));
   }
   projected = std::max(projected, stored + successors);
-  const double slots = static_cast<double>(state_.seen.home_slots());
-  if (static_cast<double>(projected) > FingerprintSet::kFullestLoad * slots) {
-    projected = std::max(projected, static_cast<std::size_t>(FingerprintSet::kFullestLoad * kLeastLateGrowth * slots));
-  }
-  if (options_.max_memory != 0 && state_.seen.bytes_for(projected, FingerprintSet::kFullestLoad) + stored_bytes() -
-                                          state_.seen.bytes() > memory_share_) {
-    grow_late_ = false;  // the table grows by fifths, and the budget is checked state by state
-    return;
-  }
-  state_.seen.reserve(projected, FingerprintSet::kFullestLoad);
+  const std::size_t fits = state_.seen.most_within(budget_for_seen_set(), FingerprintSet::kFullestLoad);
+  // The projection does not fit: the largest table that does, once (a few more parents given
+  // back would make room for little more, at the price of a pass over every state); past it the
+  // budget is checked state by state (over_memory_budget).
+  if (fits < projected) grow_late_ = false;
+  if (fits >= stored + successors) state_.seen.reserve(std::min(fits, projected), FingerprintSet::kFullestLoad);
 }
 
 bool RankSearch::over_memory_budget(const SuccessorRecord& record, int length) const {

@@ -179,15 +179,18 @@ class RankSearch {
   // the memory budget. A layer adds more states per parent than the one before (longer
   // programs have more ways to differ), so the last layer's rate is carried forward with its
   // growth (at most 1.5x), and a twentieth more. Underestimating costs a rehash of the whole
-  // table late in the layer (in place, but a pass over every state stored). The last layer of a
-  // one-rank search to a depth is sized late (grow_late_): at its start only as far as leaves
-  // room for its parents.
+  // table late in the layer (in place, but a pass over every state stored). Where that does not
+  // fit the budget, the last layer of a one-rank search to a depth is sized late (grow_late_):
+  // at its start, the largest table that fits beside its parents, 95 % full.
   void reserve_for_next_layer();
 
   // The last layer, sized late: parent `index`'s `successors` may not fit the table, so it is
-  // sized for the layer's states as the parents read so far project them, up to 95 % full (or
-  // left to grow by fifths, if that would not fit the memory budget).
+  // sized for the layer's states as the parents read so far project them, 95 % full, or as
+  // many as fit the budget.
   void grow_for_rest_of_layer(std::size_t index, std::size_t successors);
+
+  // This rank's share of --max-memory less what its frontiers and violation sets hold.
+  std::size_t budget_for_seen_set() const;
 
   std::size_t stored_bytes() const { return state_.stored_bytes() + next_.bytes(); }
 
@@ -234,8 +237,8 @@ class RankSearch {
   std::vector<SuccessorRecord> records_;
   std::vector<std::uint8_t> is_new_;
   std::uint64_t memory_share_ = 0;
-  // The layer's seen-set is sized late (reserve_for_next_layer): the states expected at its
-  // start, and those stored then.
+  // The layer's seen-set is sized late, to fit the budget (reserve_for_next_layer): the states
+  // expected at its start, and those stored then.
   bool grow_late_ = false;
   std::size_t layer_expected_ = 0;
   std::size_t layer_start_stored_ = 0;

@@ -316,16 +316,31 @@ TEST(Search, StoresAtMostSixteenBytesPerState) {
   EXPECT_LE(static_cast<double>(result.stored_bytes) / static_cast<double>(result.distinct), 16.0);
 }
 
-// A search to a depth sizes its last layer's seen-set late, for the states its parents project,
-// up to 95 % full (explorer/search/rank_memory.cpp): it ends in fewer bytes than a table 90 %
-// full of its states, and the states it counts are every program's
-// (DistinctStatesEqualAnEnumerationWithoutDeduplication counts them without it).
-TEST(Search, TheLastLayerFillsTheSeenSetFullerThanGrowingDoes) {
-  const auto result = explorer::search(options(Semantics::Fp8sm, 5));
-  ASSERT_TRUE(result.counterexamples.empty()) << "no violation set: the stored bytes are the seen-set's";
+// Under a budget that the seen-set sized for the whole last layer and the layer's parents would
+// exceed, a search to a depth sizes the last layer's table late, up to 95 % full
+// (explorer/search/rank_memory.cpp), and completes within the budget with the same counts and
+// verdicts; a budget a third smaller still stops it.
+TEST(Search, AMemoryBudgetTheLastLayerWouldExceedIsMetByATableFilledLate) {
+  const SearchOptions unbounded = options(Semantics::Fp8sm, 5);
+  const auto whole = explorer::search(unbounded);
+  ASSERT_TRUE(whole.complete);
   const explorer::FingerprintSet empty(16);
-  EXPECT_LT(result.stored_bytes, empty.bytes_for(result.distinct));
-  EXPECT_GE(result.stored_bytes, empty.bytes_for(result.distinct, explorer::FingerprintSet::kFullestLoad));
+  SearchOptions bounded = unbounded;
+  bounded.max_memory = empty.bytes_for(whole.distinct, 0.88);
+  ASSERT_LT(bounded.max_memory, whole.stored_bytes) << "the budget is less than the search takes unbounded";
+  const auto within = explorer::search(bounded);
+  EXPECT_TRUE(within.complete);
+  EXPECT_EQ(within.distinct, whole.distinct);
+  EXPECT_EQ(within.transitions, whole.transitions);
+  EXPECT_EQ(within.counterexamples.size(), whole.counterexamples.size());
+  EXPECT_LE(within.stored_bytes, bounded.max_memory);
+  EXPECT_LT(within.stored_bytes, empty.bytes_for(whole.distinct)) << "fuller than a table grown by fifths";
+
+  bounded.max_memory = bounded.max_memory * 2 / 3;
+  const auto stopped = explorer::search(bounded);
+  EXPECT_FALSE(stopped.complete);
+  EXPECT_EQ(stopped.stop_reason, explorer::StopReason::MaxMemory);
+  EXPECT_LE(stopped.stored_bytes, bounded.max_memory);
 }
 
 TEST(Search, CheckSelectsInvariants) {

@@ -266,6 +266,30 @@ TEST(FingerprintSet, AReservedLoadFillsItUpTo95PercentThenItGrowsByAFifth) {
   EXPECT_EQ(copy.table_bytes(), set.table_bytes());
 }
 
+// most_within(bytes) is the most fingerprints a table reserved to hold them fits in `bytes`
+// while it grows: one more would not fit; and it never says fewer than the table holds.
+TEST(FingerprintSet, MostWithinABudgetIsTheLargestReserveThatFits) {
+  FingerprintSet set(16);
+  for (std::uint64_t v = 0; v < 20000; ++v) set.insert(fingerprint_of(v));
+  for (double load : {FingerprintSet::kUsualLoad, FingerprintSet::kFullestLoad}) {
+    for (std::size_t bytes : {std::size_t{1000}, set.bytes(), set.bytes() * 3 / 2, std::size_t{10} << 20}) {
+      const std::size_t n = set.most_within(bytes, load);
+      EXPECT_GE(n, set.size()) << bytes;
+      if (n > set.size()) {
+        EXPECT_LE(set.bytes_while_reserving(n, load), bytes) << bytes;
+      }
+      EXPECT_GT(set.bytes_while_reserving(n + 1, load), bytes) << bytes;
+    }
+  }
+  const std::size_t n = set.most_within(std::size_t{10} << 20, FingerprintSet::kFullestLoad);
+  const std::size_t before = set.size();
+  set.reserve(n, FingerprintSet::kFullestLoad);
+  EXPECT_LE(set.bytes(), std::size_t{10} << 20);
+  const std::size_t growths = set.growths();
+  for (std::uint64_t v = before; v < n; ++v) ASSERT_TRUE(set.insert(fingerprint_of(v)));
+  EXPECT_EQ(set.growths(), growths) << "it holds them without growing again";
+}
+
 TEST(FingerprintSet, ALoadPast95PercentOrNoneIsRefused) {
   FingerprintSet set(16);
   for (double load : {0.0, -0.5, 0.951, 1.0, std::nan("")}) {
