@@ -25,10 +25,11 @@
 //
 // Nothing wraps around: the table keeps some spare slots past the last home. It grows by a
 // fifth when it is 90 % full (or as full as reserve() was told, up to 95 %), when an insertion
-// would shift a run past the last slot, or when a block's offset would not fit its byte. It grows where it lies (TableBytes): its block is
-// enlarged, the old remainders moved to its end, and the new table written from the front,
-// run by run, behind where the old one is read (regrow_in_place). So growing holds the new
-// table and the old metadata (a twenty-fifth of the old table), not both tables.
+// would shift a run past the last slot, or when a block's offset would not fit its byte. It
+// grows where it lies (TableBytes): its block is enlarged, the old remainders moved to its end,
+// and the new table written from the front, run by run, behind where the old one is read
+// (regrow_in_place). So growing holds the new table and the old metadata (a twenty-fifth of the
+// old table), not both tables.
 //
 // The slot narrows as the table grows (L = 64 - log2 N, rounded up): 8.6 bytes a state at 10^6
 // states 90 % full, 7.8 at 10^8, 7.2 at 10^9, 6.8 at 10^10 (docs/performance.md).
@@ -85,8 +86,8 @@ class FingerprintSet {
     __builtin_prefetch(bytes_.data() + remainders_at_ + (h * static_cast<std::size_t>(width_) >> 3));
   }
   // The table grows when it is kUsualLoad full. A table reserved for a known count may be
-  // filled up to kFullestLoad (a search's last layer, where memory peaks): past 90 % a run
-  // shifts about four times as far on insertion, so the time it costs stays near the end.
+  // filled up to kFullestLoad (a search's last layer under a memory budget, where its memory
+  // peaks): past 90 % a run shifts about four times as far on insertion, and probes read more.
   static constexpr double kUsualLoad = 0.9;
   static constexpr double kFullestLoad = 0.95;
   // Grows the table once so that `n` fingerprints fit without growing again, `load` full with

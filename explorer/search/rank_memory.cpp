@@ -28,7 +28,7 @@ constexpr double kLayerMargin = 1.05;
 // layers before did.
 constexpr double kProjectFrom = 0.01;
 // The projection's allowance on the states still to come. Later parents find more of their
-// successors stored already, so at depth 6 and 7 the average rate was 8 to 25 % high for the
+// successors stored already, so at depth 6 and 7 the average rate was 8 to 20 % high for the
 // last parents; this covers a model whose rate does not fall.
 constexpr double kProjectionMargin = 1.02;
 
