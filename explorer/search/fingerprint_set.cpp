@@ -315,12 +315,12 @@ void FingerprintSet::rehash(std::size_t homes, std::size_t count) {
   growths_in_place_ = in_place;
 }
 
-std::size_t FingerprintSet::bytes_after_growth() const {
-  return bytes_of(static_cast<std::size_t>(static_cast<double>(homes_) * kGrowth));
+std::size_t FingerprintSet::bytes_while_growing_to(std::size_t homes) const {
+  return homes > homes_ ? std::max(bytes_of(homes) + remainders_at_, bytes_.size()) : bytes_.size();
 }
 
 std::size_t FingerprintSet::bytes_while_growing() const {
-  return std::max(bytes_after_growth() + remainders_at_, bytes_.size());
+  return bytes_while_growing_to(static_cast<std::size_t>(static_cast<double>(homes_) * kGrowth));
 }
 
 std::size_t FingerprintSet::bytes_for(std::size_t n, double load) const {
@@ -328,8 +328,7 @@ std::size_t FingerprintSet::bytes_for(std::size_t n, double load) const {
 }
 
 std::size_t FingerprintSet::bytes_while_reserving(std::size_t n, double load) const {
-  const std::size_t homes = homes_for(n, load);
-  return homes > homes_ ? bytes_of(homes) + remainders_at_ : bytes_.size();
+  return bytes_while_growing_to(homes_for(n, load));
 }
 
 std::size_t FingerprintSet::most_within(std::size_t bytes, double load) const {

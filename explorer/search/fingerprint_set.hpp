@@ -111,10 +111,8 @@ class FingerprintSet {
   // into a new block: the grown table would not have held its fingerprints as they lay).
   std::size_t growths() const { return growths_; }
   std::size_t growths_in_place() const { return growths_in_place_; }
-  // The bytes the table will hold after the insertion that makes it grow next.
-  std::size_t bytes_after_growth() const;
-  // The most the table holds while that growth is under way: the grown table, and a copy of
-  // the old one's metadata.
+  // The most the table holds while the growth by a fifth that the next insertion past full
+  // makes is under way: the grown table, and a copy of the old one's metadata.
   std::size_t bytes_while_growing() const;
   // Whether the next insertion of a new fingerprint makes the table grow (at 90 %; an
   // insertion that would shift a run too far grows it earlier).
@@ -177,6 +175,9 @@ class FingerprintSet {
   // By a fifth; throws std::length_error if `count` fingerprints filled so many homes so early.
   void grow(std::size_t count);
   void rehash(std::size_t homes, std::size_t count);
+  // The most the table holds while it grows to `homes` homes (where it lies: the grown table and
+  // a copy of the old metadata), or this table if it has as many.
+  std::size_t bytes_while_growing_to(std::size_t homes) const;
   // The same table of `homes` homes as rehash makes, built in this table's own block. False,
   // changing nothing, where it cannot be: the new table's metadata would reach the old
   // remainders, or it would not hold these fingerprints as they lie (rehash then copies them
