@@ -90,17 +90,20 @@ case "$case_name" in
     ;;
   interrupt)
     # SIGINT to rank 1 alone (sent by itself, as Ctrl-C would be to one process) while it expands
-    # layer 4: every rank stops at the same round, rank 0 prints the report of layers 0 to 3 and
-    # one line saying so, every rank exits 4; the snapshot of layer 3 resumes to the result of
-    # the uninterrupted search.
-    search=(--depth 5 --semantics upstream --coverage)
+    # layer 3: every rank stops at the same round, rank 0 prints the report of layers 0 to 2 and
+    # one line saying so, with the states the one-process search counts to depth 2, and every
+    # rank exits 4; the snapshot of layer 2 resumes, building a layer with a next frontier and
+    # then the last, to the result of the uninterrupted search.
+    search=(--depth 4 --semantics upstream --coverage)
     "$explorer" "${search[@]}" >"$work/single.txt" || true
-    FP8SM_TEST_FAULT="interrupt expansion 4 1" mpi 2 "${search[@]}" --snapshot "$work/stopped"
+    to_depth_2=$(awk '/^depth +frontier +distinct/ { table = 1; next } table && $1 == "2" { print $3; exit }' "$work/single.txt")
+    [ -n "$to_depth_2" ] || fail "no row for depth 2 in the one-process report"
+    FP8SM_TEST_FAULT="interrupt expansion 3 1" mpi 2 "${search[@]}" --snapshot "$work/stopped"
     [ "$status" -eq 4 ] || { cat "$work/err" >&2; fail "an interrupted job: exit $status, not 4"; }
-    [ "$(grep -c "^explorer: interrupted at depth 4: 3589 states explored, complete to depth 3" "$work/err")" -eq 1 ] \
+    [ "$(grep -c "^explorer: interrupted at depth 3: $to_depth_2 states explored, complete to depth 2" "$work/err")" -eq 1 ] \
       || { cat "$work/err" >&2; fail "not one line saying where the job was interrupted"; }
-    grep -q '^interrupted (SIGINT or SIGTERM) while expanding depth 4' "$work/out" || fail "no partial report"
-    grep -q '^layer 3$' "$work/stopped/manifest" || fail "the snapshot is not of layer 3"
+    grep -q '^interrupted (SIGINT or SIGTERM) while expanding depth 3' "$work/out" || fail "no partial report"
+    grep -q '^layer 2$' "$work/stopped/manifest" || fail "the snapshot is not of layer 2"
     mpi 2 "${search[@]}" --resume "$work/stopped"
     diff <(report "$work/single.txt") <(report "$work/out") || fail "resumed after an interrupt: another report"
     ;;
