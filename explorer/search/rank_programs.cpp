@@ -15,9 +15,6 @@ namespace fp8sm::explorer {
 
 namespace {
 
-// A message holds at most this many states (56 bytes each: well below the 2 GiB an MPI message
-// can count); a shorter one, possibly empty, ends a rank's list.
-constexpr std::size_t kProgramsPerMessage = std::size_t{1} << 16;
 constexpr std::size_t kEntryBytes = sizeof(std::uint64_t) + kMaxPathCodes;
 
 void put_entry(Bytes& out, const FrontierEntry& entry) {
@@ -41,13 +38,15 @@ void RankSearch::list_programs(int depth) {
   if (alone()) {
     for (std::size_t i = 0; i < programs_.size(); ++i) options_.programs(depth, programs_[i].path);
   } else if (me() != 0) {
-    for (std::size_t begin = 0;; begin += kProgramsPerMessage) {
-      const std::size_t end = std::min(begin + kProgramsPerMessage, programs_.size());
+    // Messages of options_.programs_per_message states; a shorter one, possibly empty, ends the list.
+    const std::size_t per_message = options_.programs_per_message;
+    for (std::size_t begin = 0;; begin += per_message) {
+      const std::size_t end = std::min(begin + per_message, programs_.size());
       Bytes message;
       message.reserve((end - begin) * kEntryBytes);
       for (std::size_t i = begin; i < end; ++i) put_entry(message, programs_[i]);
       ranks_.send(0, std::move(message));
-      if (end - begin < kProgramsPerMessage) break;
+      if (end - begin < per_message) break;
     }
   } else {
     // Every rank's list (this one's as it is), then the lists merged by key.
@@ -59,7 +58,7 @@ void RankSearch::list_programs(int depth) {
         for (std::size_t at = 0; at + kEntryBytes <= message.size(); at += kEntryBytes) {
           lists[static_cast<std::size_t>(r)].push_back(get_entry(message.data() + at));
         }
-        if (message.size() < kProgramsPerMessage * kEntryBytes) break;
+        if (message.size() < options_.programs_per_message * kEntryBytes) break;
       }
     }
     using Head = std::pair<std::uint64_t, std::size_t>;  // key, list

@@ -47,6 +47,9 @@ void check_engine_options(const EngineOptions& options) {
   if (options.programs && (options.max_states != 0 || options.max_memory != 0 || !options.snapshot_dir.empty())) {
     throw std::invalid_argument("listing the programs of a search needs the whole search: no budget, no snapshot");
   }
+  if (options.programs && options.programs_per_message == 0) {
+    throw std::invalid_argument("listing the programs of a search needs at least one program per message");
+  }
   if (options.until_fixpoint && !options.snapshot_dir.empty()) {
     throw std::invalid_argument("a search to the fixpoint takes no snapshot (its keys are renumbered every layer)");
   }

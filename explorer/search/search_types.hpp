@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,6 +47,11 @@ struct EngineOptions {
   // engine refuses it with a budget or a snapshot: a list cut short by one, or resumed after
   // layers it did not list, would look complete.
   std::function<void(int depth, const SearchPath& path)> programs;
+  // How many of those states one message of a rank's list carries to rank 0 (rank_programs.cpp;
+  // 56 bytes each, well below the 2 GiB an MPI message can count). A shorter message, possibly
+  // empty, ends a rank's list. Smaller only in tests, so that a small search's lists take
+  // several messages, or end on an empty one.
+  std::size_t programs_per_message = std::size_t{1} << 16;
   // Search until a layer adds no state (a fixpoint: SearchResult::fixpoint), `depth` layers at
   // most. The model must then have finitely many states (its bounds, search_model.hpp).
   bool until_fixpoint = false;
