@@ -1,4 +1,5 @@
-// How a rank sizes its seen-set for a layer, and keeps within its share of --max-memory.
+// How a rank sizes its seen-set for a layer, and keeps within its share of --max-memory: its
+// seen-set, frontiers and violation sets, each successor checked before it counts.
 //
 // The seen-set is sized once a layer, at the layer's start, for the states the layers before
 // say it will add, and a twentieth more: the table is then at most about 80 % full for most of
@@ -84,11 +85,53 @@ void RankSearch::grow_for_rest_of_layer(std::size_t index, std::size_t successor
   if (fits >= stored + successors) state_.seen.reserve(std::min(fits, projected), FingerprintSet::kFullestLoad);
 }
 
-bool RankSearch::over_memory_budget(const SuccessorRecord& record, int length) const {
+spec::InvariantSet RankSearch::violations_counted(const SuccessorRecord& record, bool is_new) const {
+  spec::InvariantSet into = record.violations;
+  if (is_new && record.top_level) into.merge(record.end_violations);
+  spec::InvariantSet counted;
+  if (into.empty()) return counted;
+  for (spec::Invariant i : spec::kAllInvariants) {
+    if (!into.contains(i) || !checks_.contains(i)) continue;
+    const auto set = state_.violating.find(i);
+    if (set == state_.violating.end() || !set->second.contains(record.fingerprint)) counted.add(i);
+  }
+  return counted;
+}
+
+bool RankSearch::over_memory_budget(const SuccessorRecord& record, int length, bool is_new,
+                                    const ViolationCounts& pending) const {
+  const spec::InvariantSet violations = violations_counted(record, is_new);
+  if (!is_new && violations.empty()) return false;  // it adds nothing: as the last check left it
   std::size_t needed = stored_bytes();
-  if (state_.seen.full()) needed += state_.seen.bytes_while_growing() - state_.seen.bytes();
-  if (length < options_.depth) needed += next_.growth_for(record.path);
+  if (is_new) {
+    if (state_.seen.full()) needed += state_.seen.bytes_while_growing() - state_.seen.bytes();
+    if (length < options_.depth) needed += next_.growth_for(record.path);
+  }
+  for (spec::Invariant i : spec::kAllInvariants) {
+    const std::uint64_t adding = pending[static_cast<std::size_t>(i)] + (violations.contains(i) ? 1 : 0);
+    if (adding == 0) continue;
+    // A set is made at its first state; one more state grows it by a fifth if it is full, as an
+    // insertion does; several are reserved at once (reserve_violation_sets).
+    static const FingerprintSet kMade(RankState::kViolationSetSlots);
+    const auto found = state_.violating.find(i);
+    const FingerprintSet& set = found == state_.violating.end() ? kMade : found->second;
+    const std::size_t held = found == state_.violating.end() ? 0 : set.bytes();
+    std::size_t peak = set.bytes();
+    if (set.size() + adding > set.capacity()) {
+      peak = adding == 1 ? set.bytes_while_growing() : set.bytes_while_reserving(set.size() + adding);
+    }
+    needed += peak - held;
+  }
   return needed > memory_share_;
+}
+
+void RankSearch::reserve_violation_sets(const ViolationCounts& pending) {
+  for (spec::Invariant i : spec::kAllInvariants) {
+    const std::uint64_t adding = pending[static_cast<std::size_t>(i)];
+    if (adding == 0) continue;
+    FingerprintSet& set = state_.violating.try_emplace(i, RankState::kViolationSetSlots).first->second;
+    if (set.size() + adding > set.capacity()) set.reserve(set.size() + adding);
+  }
 }
 
 }  // namespace fp8sm::explorer

@@ -165,18 +165,27 @@ void RankSearch::merge_round(const std::vector<Bytes>& in, int depth) {
   }
   is_new_.assign(records_.size(), 0);
   std::size_t stored = 0;  // records looked up and stored; under a budget, the rest did not fit
+  ViolationCounts pending{};  // under a memory budget: the states the stored records put in violation sets
   constexpr std::size_t kAhead = 16;  // the table's slots asked for ahead of their lookup
   for (std::size_t j = 0; j < std::min(kAhead, records_.size()); ++j) state_.seen.prefetch(records_[j].fingerprint);
   for (; stored < records_.size(); ++stored) {
     if (stored + kAhead < records_.size()) state_.seen.prefetch(records_[stored + kAhead].fingerprint);
     const SuccessorRecord& record = records_[stored];
-    if (options_.max_memory != 0 && !state_.seen.contains(record.fingerprint) && over_memory_budget(record, length)) break;
+    if (options_.max_memory != 0) {
+      const bool is_new = !state_.seen.contains(record.fingerprint);
+      if (over_memory_budget(record, length, is_new, pending)) break;
+      const spec::InvariantSet violations = violations_counted(record, is_new);
+      for (spec::Invariant i : spec::kAllInvariants) pending[static_cast<std::size_t>(i)] += violations.contains(i) ? 1 : 0;
+    }
     is_new_[stored] = state_.seen.insert(record.fingerprint) ? 1 : 0;
     if (is_new_[stored] != 0) remember(record, length);
     if (!budget) commit(record, is_new_[stored] != 0, StopReason::None, length);
   }
   if (!budget) return;
   const Cut cut = agree_cut(stored);
+  // Room for what the records stored put in the violation sets (the cut takes no more than
+  // they), as over_memory_budget reckoned it: the sets do not grow by fifths past it.
+  if (options_.max_memory != 0) reserve_violation_sets(pending);
   for (std::size_t j = 0; j < records_.size() && records_[j].key <= cut.key; ++j) {
     commit(records_[j], is_new_[j] != 0, records_[j].key == cut.key ? cut.reason : StopReason::None, length);
   }

@@ -187,11 +187,12 @@ void RankSearch::expand_alone(int depth) {
 }
 
 void RankSearch::merge_alone(const SuccessorRecord& record, int length) {
-  count_transition(record, length);
-  if (options_.max_memory != 0 && !state_.seen.contains(record.fingerprint) && over_memory_budget(record, length)) {
-    stopped_ = StopReason::MaxMemory;
+  if (options_.max_memory != 0 &&
+      over_memory_budget(record, length, !state_.seen.contains(record.fingerprint), ViolationCounts{})) {
+    stopped_ = StopReason::MaxMemory;  // the cut falls on this successor: nothing of it counts
     return;
   }
+  count_transition(record, length);
   if (!state_.seen.insert(record.fingerprint)) return;
   remember(record, length);
   count_new(record, length);
@@ -209,10 +210,12 @@ void RankSearch::remember(const SuccessorRecord& record, int length) {
   if (options_.programs && record.top_level) programs_.push_back(FrontierEntry{record.key, record.path});
 }
 
-// Everything a successor makes count, up to a cut (`at`: the cut falls on this successor).
+// Everything a successor makes count, up to a cut (`at`: the cut falls on this successor; at
+// the memory budget, it did not fit and counts for nothing).
 void RankSearch::commit(const SuccessorRecord& record, bool is_new, StopReason at, int length) {
+  if (at == StopReason::MaxMemory) return;  // what did not fit counts for nothing
   count_transition(record, length);
-  if (at == StopReason::MaxMemory || !is_new) return;
+  if (!is_new) return;
   count_new(record, length);
   if (at == StopReason::MaxStates) return;
   count_next(record, length);
@@ -265,7 +268,7 @@ void RankSearch::record_violations(spec::InvariantSet violations, const Fingerpr
   if (violations.empty()) return;
   for (spec::Invariant i : spec::kAllInvariants) {
     if (!violations.contains(i) || !checks_.contains(i)) continue;
-    state_.violating.try_emplace(i, 16).first->second.insert(fingerprint);
+    state_.violating.try_emplace(i, RankState::kViolationSetSlots).first->second.insert(fingerprint);
     if (!state_.finds.violation(i).found) {
       state_.finds.offer_violation(i, Find{true, static_cast<std::uint8_t>(length), key, judged, path});
     }

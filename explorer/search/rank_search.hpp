@@ -10,6 +10,7 @@
 // rank_memory.cpp.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -150,7 +151,8 @@ class RankSearch {
   // for --programs if it is a complete program.
   void remember(const SuccessorRecord& record, int length);
 
-  // Everything a successor makes count, up to a cut (`at`: the cut falls on this successor).
+  // Everything a successor makes count, up to a cut (`at`: the cut falls on this successor; at
+// the memory budget, it did not fit and counts for nothing).
   void commit(const SuccessorRecord& record, bool is_new, StopReason at, int length);
 
   // The transition that reached the successor, where its chain starts (a later link's is
@@ -194,10 +196,24 @@ class RankSearch {
 
   std::size_t stored_bytes() const { return state_.stored_bytes() + next_.bytes(); }
 
-  // Whether storing `record`'s state, of layer `length`, would take this rank's tables (while
-  // the seen-set grows: the grown table and the old one's metadata) and frontiers past its
-  // share of --max-memory.
-  bool over_memory_budget(const SuccessorRecord& record, int length) const;
+  // States a round has yet to put into each invariant's violation set (merge_round counts them
+  // as it stores the round's states, and puts them in once the ranks agree on the cut).
+  using ViolationCounts = std::array<std::uint64_t, spec::kAllInvariants.size()>;
+
+  // The invariants whose violation sets counting `record` puts its state in, if it is not there
+  // yet: its transition's violations, and its end's if its state is new (is_new) at top level;
+  // of those checked.
+  spec::InvariantSet violations_counted(const SuccessorRecord& record, bool is_new) const;
+
+  // Whether counting `record`, of layer `length`, would take this rank's tables and frontiers
+  // past its share of --max-memory: for a new state (is_new), the seen-set (while it grows: the
+  // grown table and the old one's metadata) and the next frontier; for any, the violation sets
+  // it goes into (while they grow), `pending` more states each already on their way to them.
+  bool over_memory_budget(const SuccessorRecord& record, int length, bool is_new, const ViolationCounts& pending) const;
+
+  // Makes room in the violation sets for `pending` more states each, at once (merge_round: as
+  // over_memory_budget reckoned them).
+  void reserve_violation_sets(const ViolationCounts& pending);
 
   // ---- snapshots ------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 // saving and loading it are here too.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -17,6 +18,9 @@
 namespace fp8sm::explorer {
 
 struct RankState {
+  // A violation set's slots when it is made, at its first state: most hold few states.
+  static constexpr std::size_t kViolationSetSlots = 16;
+
   explicit RankState(std::size_t table_rows) : finds(table_rows) {}
 
   FingerprintSet seen;                                     // the states this rank owns

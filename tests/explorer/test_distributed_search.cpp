@@ -138,6 +138,23 @@ TEST(DistributedSearch, AMemoryBudgetStopsAtARanksShareAndNamesTheRank) {
   EXPECT_EQ(report(o, search_on(2, o)), report(o, result));
 }
 
+// Each rank's share holds its violation sets too, which a round fills only once the ranks agree
+// where a budget cuts it: under upstream, whose states violate I1 from the second statement on,
+// no budget of a range that stops two ranks at states of every layer past the first two lets
+// them store more than the budget.
+TEST(DistributedSearch, AMemoryBudgetHoldsTheViolationSetsToo) {
+  SearchOptions o = test_support::search_options(Semantics::Upstream, 4);
+  int tried = 0, stopped = 0;
+  for (std::uint64_t budget = 256u << 10; budget <= 2u << 20; budget = budget * 17 / 16) {
+    o.max_memory = budget;
+    const SearchResult result = search_on(2, o);
+    EXPECT_LE(result.stored_bytes, budget) << "a budget of " << budget << " bytes";
+    ++tried;
+    stopped += result.complete ? 0 : 1;
+  }
+  EXPECT_GT(2 * stopped, tried) << stopped << " of " << tried;  // most budgets stopped the search
+}
+
 // A rank that fails (here on purpose, as a program past the flat state's capacity would) is
 // known to every rank at the same round: all of them throw the same RankFailure naming it.
 TEST(DistributedSearch, AFailureOnOneRankIsEveryRanksNamingIt) {

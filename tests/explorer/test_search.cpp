@@ -316,12 +316,31 @@ TEST(Search, StoresAtMostSixteenBytesPerState) {
   EXPECT_LE(static_cast<double>(result.stored_bytes) / static_cast<double>(result.distinct), 16.0);
 }
 
+// The budget holds the violation sets too, which grow as a search finds violating states
+// (upstream violates I1 from the second statement on, and other invariants later): a search to
+// depth 4 stopped by any of a range of budgets, at states of every layer past the first two,
+// stores no more than its budget. One thread here, two in test_distributed_search.cpp.
+TEST(Search, AMemoryBudgetHoldsTheViolationSetsToo) {
+  SearchOptions o = options(Semantics::Upstream, 4);
+  int tried = 0, stopped = 0;
+  for (std::uint64_t budget = 128u << 10; budget <= 1u << 20; budget = budget * 17 / 16) {
+    o.max_memory = budget;
+    const auto result = explorer::search(o);
+    EXPECT_LE(result.stored_bytes, budget) << "a budget of " << budget << " bytes";
+    ++tried;
+    stopped += result.complete ? 0 : 1;
+  }
+  EXPECT_GT(2 * stopped, tried) << stopped << " of " << tried;  // most budgets stopped the search
+}
+
 // Under a budget that the seen-set sized for the whole last layer and the layer's parents would
 // exceed, a search to a depth sizes the last layer's table late, up to 95 % full
 // (explorer/search/rank_memory.cpp), and completes within the budget with the same counts and
-// verdicts; a budget a third smaller still stops it.
+// verdicts; a budget a third smaller still stops it. Depth 5, with I1 checked alone (half the
+// time of every invariant): at depth 4 the layer's parents leave the table too little room.
 TEST(Search, AMemoryBudgetTheLastLayerWouldExceedIsMetByATableFilledLate) {
-  const SearchOptions unbounded = options(Semantics::Fp8sm, 5);
+  SearchOptions unbounded = options(Semantics::Fp8sm, 5);
+  unbounded.checks.add(spec::Invariant::I1);
   const auto whole = explorer::search(unbounded);
   ASSERT_TRUE(whole.complete);
   const explorer::FingerprintSet empty(16);
