@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-
+#include <stdexcept>
 
 namespace fp8sm::explorer {
 
@@ -33,6 +33,18 @@ RankSearch::RankSearch(const EngineOptions& options, const SearchModel& model, R
       state_(options.coverage ? model.table_rows() : 0) {
   const std::uint64_t ranks_count = static_cast<std::uint64_t>(ranks.size());
   memory_share_ = options.max_memory / ranks_count;
+  // A share smaller than a rank holds before its first state (its empty seen-set, and a frontier
+  // of the initial state) could only be broken, not kept: refused.
+  if (options.max_memory != 0) {
+    Frontier root;
+    root.push_back(FrontierEntry{});
+    const std::size_t least = state_.seen.bytes() + root.bytes();
+    if (memory_share_ < least) {
+      throw std::invalid_argument(fmt::format(
+          "--max-memory: {} bytes{} is less than the {} bytes a search holds before its first state (its empty tables)",
+          memory_share_, ranks_count > 1 ? " per process" : "", least));
+    }
+  }
   if (options.coverage) {
     state_.row_transitions.assign(state_.finds.rows(), 0);
     coverage_seen_in_.assign(state_.finds.rows(), 0);

@@ -557,6 +557,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "--max-states: '99999999999999999999' is too large"},
         BadInput{"a memory budget past 64 bits", "--depth 1 --max-memory 99999999999999999999K",
                  "--max-memory: '99999999999999999999K' is too large"},
+        BadInput{"a memory budget below what a search holds before its first state", "--depth 1 --max-memory 16K",
+                 "--max-memory: 16384 bytes is less than the"},
         BadInput{"hexadecimal memory", "--depth 1 --max-memory 0x10", "--max-memory: '0x10' is not a size"}),
     [](const ::testing::TestParamInfo<BadInput>& input) {
       std::string name = input.param.what;
