@@ -152,7 +152,7 @@ class RankSearch {
   void remember(const SuccessorRecord& record, int length);
 
   // Everything a successor makes count, up to a cut (`at`: the cut falls on this successor; at
-// the memory budget, it did not fit and counts for nothing).
+  // the memory budget, it did not fit and counts for nothing).
   void commit(const SuccessorRecord& record, bool is_new, StopReason at, int length);
 
   // The transition that reached the successor, where its chain starts (a later link's is

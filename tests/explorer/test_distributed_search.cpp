@@ -140,8 +140,8 @@ TEST(DistributedSearch, AMemoryBudgetStopsAtARanksShareAndNamesTheRank) {
 
 // Each rank's share holds its violation sets too, which a round fills only once the ranks agree
 // where a budget cuts it: under upstream, whose states violate I1 from the second statement on,
-// no budget of a range that stops two ranks at states of every layer past the first two lets
-// them store more than the budget.
+// no budget of a range that stops two ranks in layers 1, 3 and 4 of a search to depth 4 (or lets
+// them finish) lets them store more than the budget.
 TEST(DistributedSearch, AMemoryBudgetHoldsTheViolationSetsToo) {
   SearchOptions o = test_support::search_options(Semantics::Upstream, 4);
   int tried = 0, stopped = 0;

@@ -318,8 +318,8 @@ TEST(Search, StoresAtMostSixteenBytesPerState) {
 
 // The budget holds the violation sets too, which grow as a search finds violating states
 // (upstream violates I1 from the second statement on, and other invariants later): a search to
-// depth 4 stopped by any of a range of budgets, at states of every layer past the first two,
-// stores no more than its budget. One thread here, two in test_distributed_search.cpp.
+// depth 4 stopped by any of a range of budgets (in each of its four layers, most of them in the
+// last) stores no more than its budget. One rank here, two in test_distributed_search.cpp.
 TEST(Search, AMemoryBudgetHoldsTheViolationSetsToo) {
   SearchOptions o = options(Semantics::Upstream, 4);
   int tried = 0, stopped = 0;
