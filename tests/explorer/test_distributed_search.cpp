@@ -140,12 +140,12 @@ TEST(DistributedSearch, AMemoryBudgetStopsAtARanksShareAndNamesTheRank) {
 
 // Each rank's share holds its violation sets too, which a round fills only once the ranks agree
 // where a budget cuts it: under upstream, whose states violate I1 from the second statement on,
-// no budget of a range that stops two ranks in layers 1, 3 and 4 of a search to depth 4 (or lets
-// them finish) lets them store more than the budget.
+// no budget of a range that stops two ranks in layers 1, 3 and 4 of a search to depth 4 lets
+// them store more than the budget.
 TEST(DistributedSearch, AMemoryBudgetHoldsTheViolationSetsToo) {
   SearchOptions o = test_support::search_options(Semantics::Upstream, 4);
   int tried = 0, stopped = 0;
-  for (std::uint64_t budget = 256u << 10; budget <= 2u << 20; budget = budget * 17 / 16) {
+  for (std::uint64_t budget = 384u << 10; budget <= 768u << 10; budget = budget * 17 / 16) {
     o.max_memory = budget;
     const SearchResult result = search_on(2, o);
     EXPECT_LE(result.stored_bytes, budget) << "a budget of " << budget << " bytes";
