@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "explorer/model/scenario_run.hpp"
@@ -29,6 +30,24 @@ inline explorer::SearchOptions search_options(spec::Semantics semantics, int dep
   o.depth = depth;
   o.threads = threads;
   return o;
+}
+
+// Upstream's search to depth 4, every invariant checked, under memory budgets from `from` to `to`
+// bytes, each a sixteenth larger than the last, by `search` (one process or several ranks): none
+// stores more than its budget, and most stop the search. Upstream's violation sets grow in
+// these budgets' layers, which is where a budget that left them out was broken.
+template <class Search>
+void expect_budgets_hold_the_violation_sets(std::uint64_t from, std::uint64_t to, Search search) {
+  explorer::SearchOptions o = search_options(spec::Semantics::Upstream, 4);
+  int tried = 0, stopped = 0;
+  for (std::uint64_t budget = from; budget <= to; budget = budget * 17 / 16) {
+    o.max_memory = budget;
+    const explorer::SearchResult result = search(o);
+    EXPECT_LE(result.stored_bytes, budget) << "a budget of " << budget << " bytes";
+    ++tried;
+    stopped += result.complete ? 0 : 1;
+  }
+  EXPECT_GT(2 * stopped, tried) << stopped << " of " << tried;  // most budgets stopped the search
 }
 
 inline spec::InvariantSet invariants(std::initializer_list<spec::Invariant> list) {

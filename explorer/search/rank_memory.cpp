@@ -99,8 +99,7 @@ spec::InvariantSet RankSearch::violations_counted(const SuccessorRecord& record,
 }
 
 bool RankSearch::over_memory_budget(const SuccessorRecord& record, int length, bool is_new,
-                                    const ViolationCounts& pending) const {
-  const spec::InvariantSet violations = violations_counted(record, is_new);
+                                    const spec::InvariantSet& violations, const ViolationCounts& pending) const {
   if (!is_new && violations.empty()) return false;  // it adds nothing: as the last check left it
   std::size_t needed = stored_bytes();
   if (is_new) {

@@ -35,11 +35,11 @@ FrontierEntry get_entry(const std::uint8_t* p) {
 
 void RankSearch::list_programs(int depth) {
   if (!options_.programs) return;
+  // Messages of this many states; a shorter one, possibly empty, ends a rank's list.
+  const std::size_t per_message = options_.programs_per_message;
   if (alone()) {
     for (std::size_t i = 0; i < programs_.size(); ++i) options_.programs(depth, programs_[i].path);
   } else if (me() != 0) {
-    // Messages of options_.programs_per_message states; a shorter one, possibly empty, ends the list.
-    const std::size_t per_message = options_.programs_per_message;
     for (std::size_t begin = 0;; begin += per_message) {
       const std::size_t end = std::min(begin + per_message, programs_.size());
       Bytes message;
@@ -58,7 +58,7 @@ void RankSearch::list_programs(int depth) {
         for (std::size_t at = 0; at + kEntryBytes <= message.size(); at += kEntryBytes) {
           lists[static_cast<std::size_t>(r)].push_back(get_entry(message.data() + at));
         }
-        if (message.size() < options_.programs_per_message * kEntryBytes) break;
+        if (message.size() < per_message * kEntryBytes) break;
       }
     }
     using Head = std::pair<std::uint64_t, std::size_t>;  // key, list

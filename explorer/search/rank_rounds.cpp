@@ -173,8 +173,8 @@ void RankSearch::merge_round(const std::vector<Bytes>& in, int depth) {
     const SuccessorRecord& record = records_[stored];
     if (options_.max_memory != 0) {
       const bool is_new = !state_.seen.contains(record.fingerprint);
-      if (over_memory_budget(record, length, is_new, pending)) break;
       const spec::InvariantSet violations = violations_counted(record, is_new);
+      if (over_memory_budget(record, length, is_new, violations, pending)) break;
       for (spec::Invariant i : spec::kAllInvariants) pending[static_cast<std::size_t>(i)] += violations.contains(i) ? 1 : 0;
     }
     is_new_[stored] = state_.seen.insert(record.fingerprint) ? 1 : 0;

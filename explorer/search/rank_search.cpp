@@ -199,10 +199,12 @@ void RankSearch::expand_alone(int depth) {
 }
 
 void RankSearch::merge_alone(const SuccessorRecord& record, int length) {
-  if (options_.max_memory != 0 &&
-      over_memory_budget(record, length, !state_.seen.contains(record.fingerprint), ViolationCounts{})) {
-    stopped_ = StopReason::MaxMemory;  // the cut falls on this successor: nothing of it counts
-    return;
+  if (options_.max_memory != 0) {
+    const bool is_new = !state_.seen.contains(record.fingerprint);
+    if (over_memory_budget(record, length, is_new, violations_counted(record, is_new), ViolationCounts{})) {
+      stopped_ = StopReason::MaxMemory;  // the cut falls on this successor: nothing of it counts
+      return;
+    }
   }
   count_transition(record, length);
   if (!state_.seen.insert(record.fingerprint)) return;

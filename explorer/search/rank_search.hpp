@@ -208,8 +208,10 @@ class RankSearch {
   // Whether counting `record`, of layer `length`, would take this rank's tables and frontiers
   // past its share of --max-memory: for a new state (is_new), the seen-set (while it grows: the
   // grown table and the old one's metadata) and the next frontier; for any, the violation sets
-  // it goes into (while they grow), `pending` more states each already on their way to them.
-  bool over_memory_budget(const SuccessorRecord& record, int length, bool is_new, const ViolationCounts& pending) const;
+  // it goes into (while they grow: `violations`, violations_counted's), `pending` more states each
+  // already on their way to them.
+  bool over_memory_budget(const SuccessorRecord& record, int length, bool is_new, const spec::InvariantSet& violations,
+                          const ViolationCounts& pending) const;
 
   // Makes room in the violation sets for `pending` more states each, at once (merge_round: as
   // over_memory_budget reckoned them).

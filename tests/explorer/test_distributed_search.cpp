@@ -143,16 +143,8 @@ TEST(DistributedSearch, AMemoryBudgetStopsAtARanksShareAndNamesTheRank) {
 // no budget of a range that stops two ranks in layers 1, 3 and 4 of a search to depth 4 lets
 // them store more than the budget.
 TEST(DistributedSearch, AMemoryBudgetHoldsTheViolationSetsToo) {
-  SearchOptions o = test_support::search_options(Semantics::Upstream, 4);
-  int tried = 0, stopped = 0;
-  for (std::uint64_t budget = 384u << 10; budget <= 768u << 10; budget = budget * 17 / 16) {
-    o.max_memory = budget;
-    const SearchResult result = search_on(2, o);
-    EXPECT_LE(result.stored_bytes, budget) << "a budget of " << budget << " bytes";
-    ++tried;
-    stopped += result.complete ? 0 : 1;
-  }
-  EXPECT_GT(2 * stopped, tried) << stopped << " of " << tried;  // most budgets stopped the search
+  test_support::expect_budgets_hold_the_violation_sets(384u << 10, 768u << 10,
+                                                      [](const SearchOptions& o) { return search_on(2, o); });
 }
 
 // A rank that fails (here on purpose, as a program past the flat state's capacity would) is

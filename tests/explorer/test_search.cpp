@@ -322,16 +322,8 @@ TEST(Search, StoresAtMostSixteenBytesPerState) {
 // where the sets grow) stores no more than its budget. One rank here, two in
 // test_distributed_search.cpp.
 TEST(Search, AMemoryBudgetHoldsTheViolationSetsToo) {
-  SearchOptions o = options(Semantics::Upstream, 4);
-  int tried = 0, stopped = 0;
-  for (std::uint64_t budget = 192u << 10; budget <= 640u << 10; budget = budget * 17 / 16) {
-    o.max_memory = budget;
-    const auto result = explorer::search(o);
-    EXPECT_LE(result.stored_bytes, budget) << "a budget of " << budget << " bytes";
-    ++tried;
-    stopped += result.complete ? 0 : 1;
-  }
-  EXPECT_GT(2 * stopped, tried) << stopped << " of " << tried;  // most budgets stopped the search
+  test_support::expect_budgets_hold_the_violation_sets(
+      192u << 10, 640u << 10, [](const SearchOptions& o) { return explorer::search(o); });
 }
 
 // Under a budget that the seen-set sized for the whole last layer and the layer's parents would
