@@ -27,6 +27,11 @@ done
 # The CUDA toolkit (nvcc, NVRTC) is where the machines have it; no GPU is needed to build.
 cuda=()
 [ -d /usr/local/cuda ] && cuda=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+# Through ccache where it is installed (scripts/setup.sh installs it): the Python wheel's build
+# (scripts/python-test.sh) compiles the same libraries with the same flags, and takes them from
+# its cache.
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DFP8SM_WERROR=ON -DFP8SM_REQUIRE_MPI=ON -DFP8SM_REQUIRE_CUDA=ON \
-  "${cuda[@]}" "${configure[@]}" >/dev/null
+  "${cuda[@]}" "${launcher[@]}" "${configure[@]}" >/dev/null
 cmake --build build -j"$(nproc)" "${targets[@]}"

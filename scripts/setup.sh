@@ -14,6 +14,7 @@ packages=(
   libopenmpi-dev openmpi-bin   # the MPI amax reduction (runtime/) and its 2-rank test
   clang-14 libclang-rt-14-dev llvm-14   # the sanitizer stage and the fuzzer (scripts/sanitize.sh, fuzz.sh)
   python3-dev python3-venv   # the Python package (scripts/python-test.sh): its module, its venv
+  ccache              # the wheel's build reuses build/'s objects (scripts/build.sh, python-test.sh)
   graphviz            # dot: the pictures of docs/pictures.md and their test (tests/explorer/test_pictures.cpp)
 )
 
