@@ -7,6 +7,8 @@
 # Everything goes under build/: the virtual environment build/te-venv (pinned) and the
 # unpacked wheels build/te-src/V. No system Python package is touched.
 
+source "$(dirname "${BASH_SOURCE[0]}")/pip-install-package.sh"
+
 readonly TE_VERSION_PINNED=2.20.2
 readonly TE_PYTHON_PACKAGES=(torch==2.15.0 numpy==2.4.6 pydantic==2.14.4 packaging==26.4 einops==0.8.2
                              onnx==1.23.2 onnxscript==0.7.2)
@@ -62,6 +64,6 @@ te_plugin_install() {
              --exclude=__pycache__ "${TE_PLUGIN_SOURCES[@]}" | sha256sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then return 0; fi
   rm -f "$stamp"
-  "$TE_VENV/bin/pip" install --quiet --disable-pip-version-check . >&2
+  fp8sm_pip_install "$TE_VENV/bin/pip" >&2
   echo "$digest" > "$stamp"
 }
