@@ -54,9 +54,11 @@ te_source_of() {
 # The package fp8sm (pip install .) in the environment, for `--plugin`: fp8sm's TE plugin runs
 # in the same Python as TE. pip builds it once (incremental after, pyproject.toml's build-dir),
 # and installs it again only when the files the wheel is built from changed since: an install
-# with nothing to rebuild still takes pip some 14 s, and CI runs six stages that install it.
+# with nothing to rebuild still takes pip some 14 s, and CI runs six stages that install it. The
+# install's own settings (scripts/pip-install-package.sh) count as a source: a change to them alone
+# installs it again.
 readonly TE_PLUGIN_SOURCES=(pyproject.toml README.md CMakeLists.txt cmake spec statemachine driver interpreter
-                            explorer python)
+                            explorer python scripts/pip-install-package.sh)
 
 te_plugin_install() {
   local stamp="$TE_VENV/.fp8sm-installed-from" digest
