@@ -154,7 +154,14 @@ std::string first_unsound_merge(Semantics semantics, const spec::InvariantSet& c
   AlphabetOptions alphabet;
   std::vector<std::vector<spec::Statement>> states = {prefix};
   std::unordered_set<Fingerprint, FingerprintHash> seen;
-  std::map<Fingerprint, std::size_t> first_of_group;  // abstract fingerprint -> its first state
+  // Abstract fingerprint -> the group's first state and, once a second member needs it, the
+  // first's future (computed once per group, not once per member).
+  struct Group {
+    std::size_t first;
+    std::string future;
+    bool future_known = false;
+  };
+  std::map<Fingerprint, Group> groups;
   auto exact_state = std::make_unique<ModelState>();
   auto state = std::make_unique<ModelState>();
   auto other = std::make_unique<ModelState>();
@@ -194,11 +201,16 @@ std::string first_unsound_merge(Semantics semantics, const spec::InvariantSet& c
     for (std::size_t i = layer_begin; i < layer_end; ++i) {
       rebuild(exact, *exact_state, states[i]);
       rebuild(abstract, *state, states[i]);
-      const auto [group, added] = first_of_group.emplace(abstract.fingerprint(*state), i);
+      const auto [entry, added] = groups.emplace(abstract.fingerprint(*state), Group{i, "", false});
       if (!added) {
-        rebuild(abstract, *other, states[group->second]);
-        if (future(*other) != future(*state)) {
-          return "merged with different futures: " + program(states[group->second]) + " and " + program(states[i]);
+        Group& group = entry->second;
+        if (!group.future_known) {
+          rebuild(abstract, *other, states[group.first]);
+          group.future = future(*other);
+          group.future_known = true;
+        }
+        if (group.future != future(*state)) {
+          return "merged with different futures: " + program(states[group.first]) + " and " + program(states[i]);
         }
       }
       for (const spec::Statement& s : statements_after(*exact_state)) {
