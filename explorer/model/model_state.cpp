@@ -1,5 +1,9 @@
 #include "explorer/model/model_state.hpp"
 
+// XXH3 inlined here (the same function, so the same fingerprints as libxxhash's): the hash of
+// every successor's canonical bytes is a tenth of a search's instructions, and the library's
+// out-of-line copy cannot be specialised for this call.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
