@@ -70,7 +70,7 @@ std::vector<float> inputs(std::size_t count, std::uint64_t seed) {
 
 // 1 x 1 up to several tiles, with every kind of partial edge tile: for the kernel for any shape
 // (32 x 32 tiles), and, where rows and cols are multiples of 4, for the vectorized one (64 x 64).
-// The tallest, 255 x 129, is 8 x 5 tiles of 32, partial in both directions (it was 1023 x 129,
+// 255 x 129 is 8 x 5 tiles of 32, partial in both directions (it was 1023 x 129,
 // the same edges in four times the blocks: half of the test's elements, and its time).
 const std::pair<std::size_t, std::size_t> kShapes[] = {{1, 1},   {1, 33},    {31, 17},   {32, 32}, {33, 1},
                                                        {64, 96}, {100, 257}, {255, 129}, {4, 4},   {8, 132},
